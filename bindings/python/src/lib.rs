@@ -1,0 +1,1 @@
+//! Python module of Parley (being written).

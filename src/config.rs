@@ -1,0 +1,300 @@
+//! Forum settings: realm, limits (SPEC §9), profiles, durability and the clock.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// The limits of SPEC §9. Authoritative values are reported by the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Most Unicode scalar values in a body.
+    pub body_max_chars: usize,
+    /// Most characters in `provenance.model` and `provenance.client`.
+    pub provenance_max_chars: usize,
+    /// Most characters in `from.extension`.
+    pub extension_max_chars: usize,
+    /// Most messages in one thread, its root included.
+    pub thread_max_messages: usize,
+    /// Deepest nesting of a message (the root is depth 0).
+    pub thread_max_depth: usize,
+    /// Most evidence items on one message.
+    pub evidence_max: usize,
+    /// Most characters in an evidence `ref` (and `note`).
+    pub evidence_ref_max_chars: usize,
+    /// Most claims one `assert` may supersede.
+    pub supersedes_max: usize,
+    /// Page size when a read gives no `limit`.
+    pub page_default: usize,
+    /// Largest `limit` a read accepts.
+    pub page_max: usize,
+    /// Writes per minute per llm identity; 0 switches the limit off.
+    pub writes_per_minute: usize,
+    /// Largest request accepted by the HTTP and MCP transports, in bytes.
+    pub request_max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body_max_chars: 500,
+            provenance_max_chars: 200,
+            extension_max_chars: 64,
+            thread_max_messages: 1000,
+            thread_max_depth: 32,
+            evidence_max: 8,
+            evidence_ref_max_chars: 500,
+            supersedes_max: 8,
+            page_default: 50,
+            page_max: 200,
+            writes_per_minute: 120,
+            request_max_bytes: 65536,
+        }
+    }
+}
+
+impl Limits {
+    /// The limits as `(name, value)` pairs, in manifest order.
+    pub fn entries(&self) -> [(&'static str, usize); 12] {
+        [
+            ("body_max_chars", self.body_max_chars),
+            ("provenance_max_chars", self.provenance_max_chars),
+            ("extension_max_chars", self.extension_max_chars),
+            ("thread_max_messages", self.thread_max_messages),
+            ("thread_max_depth", self.thread_max_depth),
+            ("evidence_max", self.evidence_max),
+            ("evidence_ref_max_chars", self.evidence_ref_max_chars),
+            ("supersedes_max", self.supersedes_max),
+            ("page_default", self.page_default),
+            ("page_max", self.page_max),
+            ("writes_per_minute", self.writes_per_minute),
+            ("request_max_bytes", self.request_max_bytes),
+        ]
+    }
+
+    fn set(&mut self, name: &str, value: usize) -> bool {
+        let slot = match name {
+            "body_max_chars" => &mut self.body_max_chars,
+            "provenance_max_chars" => &mut self.provenance_max_chars,
+            "extension_max_chars" => &mut self.extension_max_chars,
+            "thread_max_messages" => &mut self.thread_max_messages,
+            "thread_max_depth" => &mut self.thread_max_depth,
+            "evidence_max" => &mut self.evidence_max,
+            "evidence_ref_max_chars" => &mut self.evidence_ref_max_chars,
+            "supersedes_max" => &mut self.supersedes_max,
+            "page_default" => &mut self.page_default,
+            "page_max" => &mut self.page_max,
+            "writes_per_minute" => &mut self.writes_per_minute,
+            "request_max_bytes" => &mut self.request_max_bytes,
+            _ => return false,
+        };
+        *slot = value;
+        true
+    }
+
+    fn validate(&self) -> Result<()> {
+        for (name, value) in self.entries() {
+            if value == 0 && name != "writes_per_minute" {
+                return Err(Error::InvalidArgument(format!(
+                    "limit {name} must be at least 1"
+                )));
+            }
+        }
+        if self.page_default > self.page_max {
+            return Err(Error::InvalidArgument(
+                "page_default exceeds page_max".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// When a successful write reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every successful post is on disk (fsync) before the call returns. The default.
+    #[default]
+    Durable,
+    /// Posts are committed but not flushed; a crash may lose the latest ones,
+    /// never corrupt the file. For tests and throwaway forums.
+    Volatile,
+}
+
+/// The clock: milliseconds since the Unix epoch. Injectable for tests.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// Everything a host sets when it opens a forum.
+#[derive(Clone)]
+pub struct Config {
+    /// The realm of agent identities (`<realm>:<handle>`); default `ainotes`.
+    pub realm: String,
+    /// The limits of SPEC §9.
+    pub limits: Limits,
+    /// Whether the dialectic profile (SPEC §10) is on; default on.
+    pub dialectic: bool,
+    /// Durable (the default) or volatile commits.
+    pub durability: Durability,
+    /// The clock.
+    pub clock: Clock,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            realm: "ainotes".into(),
+            limits: Limits::default(),
+            dialectic: true,
+            durability: Durability::Durable,
+            clock: Arc::new(crate::time::system_now),
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("realm", &self.realm)
+            .field("limits", &self.limits)
+            .field("dialectic", &self.dialectic)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// A clock fixed at one instant, for deterministic tests.
+    pub fn fixed_clock(ms: i64) -> Clock {
+        Arc::new(move || ms)
+    }
+
+    /// Reads settings from JSON, as the C ABI, Python and transcripts pass them:
+    ///
+    /// ```json
+    /// { "realm": "ainotes", "limits": { "body_max_chars": 500 },
+    ///   "profiles": ["dialectic"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
+    /// ```
+    ///
+    /// Every key is optional; absent ones keep their defaults. `clock` fixes the clock
+    /// at that instant. An unknown key or a wrong type is an [`Error::InvalidArgument`].
+    pub fn from_json(settings: &Value) -> Result<Config> {
+        let bad = |msg: String| Error::InvalidArgument(msg);
+        let obj = settings
+            .as_object()
+            .ok_or_else(|| bad("settings must be a JSON object".into()))?;
+        let mut config = Config::default();
+        for (key, value) in obj {
+            match key.as_str() {
+                "realm" => {
+                    let realm = value
+                        .as_str()
+                        .ok_or_else(|| bad("realm must be a string".into()))?;
+                    config.realm = realm.to_string();
+                }
+                "limits" => config.limits = parse_limits(value)?,
+                "profiles" => config.dialectic = parse_profiles(value)?,
+                "durable" => {
+                    let durable = value
+                        .as_bool()
+                        .ok_or_else(|| bad("durable must be true or false".into()))?;
+                    config.durability = if durable {
+                        Durability::Durable
+                    } else {
+                        Durability::Volatile
+                    };
+                }
+                "clock" => {
+                    let at = value
+                        .as_str()
+                        .and_then(crate::time::parse)
+                        .ok_or_else(|| bad("clock must be an RFC 3339 time".into()))?;
+                    config.clock = Config::fixed_clock(at);
+                }
+                other => return Err(bad(format!("unknown setting `{other}`"))),
+            }
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the realm and the limits.
+    pub fn validate(&self) -> Result<()> {
+        if !crate::protocol::ids::is_handle(&self.realm) || self.realm == "human" {
+            return Err(Error::InvalidArgument(format!(
+                "realm `{}` must be 1-64 characters of [a-z0-9._-], starting with a letter or digit, and not `human`",
+                self.realm
+            )));
+        }
+        self.limits.validate()
+    }
+}
+
+fn parse_limits(value: &Value) -> Result<Limits> {
+    let obj: &Map<String, Value> = value
+        .as_object()
+        .ok_or_else(|| Error::InvalidArgument("limits must be a JSON object".into()))?;
+    let mut limits = Limits::default();
+    for (name, v) in obj {
+        let n = v.as_u64().ok_or_else(|| {
+            Error::InvalidArgument(format!("limit {name} must be a non-negative integer"))
+        })?;
+        if !limits.set(name, n as usize) {
+            return Err(Error::InvalidArgument(format!("unknown limit `{name}`")));
+        }
+    }
+    Ok(limits)
+}
+
+fn parse_profiles(value: &Value) -> Result<bool> {
+    let list = value
+        .as_array()
+        .ok_or_else(|| Error::InvalidArgument("profiles must be a list of names".into()))?;
+    let mut dialectic = false;
+    for name in list {
+        match name.as_str() {
+            Some("dialectic") => dialectic = true,
+            _ => return Err(Error::InvalidArgument(format!("unknown profile {name}"))),
+        }
+    }
+    Ok(dialectic)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn settings_override_defaults() {
+        let c = Config::from_json(&json!({
+            "realm": "lab", "limits": {"body_max_chars": 10}, "profiles": [], "durable": false,
+            "clock": "2026-11-30T12:00:00.000Z"
+        }))
+        .unwrap();
+        assert_eq!(c.realm, "lab");
+        assert_eq!(c.limits.body_max_chars, 10);
+        assert!(!c.dialectic);
+        assert_eq!(c.durability, Durability::Volatile);
+        assert_eq!((c.clock)(), 1_796_040_000_000);
+    }
+
+    #[test]
+    fn settings_reject_unknown_and_mistyped() {
+        for bad in [
+            json!([]),
+            json!({"x": 1}),
+            json!({"limits": {"nope": 1}}),
+            json!({"limits": {"page_max": -1}}),
+            json!({"profiles": ["x"]}),
+            json!({"realm": "Bad Realm"}),
+            json!({"durable": "yes"}),
+            json!({"limits": {"page_default": 300}}),
+        ] {
+            assert!(
+                matches!(Config::from_json(&bad), Err(Error::InvalidArgument(_))),
+                "{bad}"
+            );
+        }
+    }
+}

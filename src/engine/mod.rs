@@ -1,0 +1,165 @@
+//! The engine: a forum over a [`Store`], the generic call, and the operations.
+
+pub(crate) mod claims;
+mod cursor;
+mod post;
+mod read;
+pub(crate) mod tokens;
+pub(crate) mod view;
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use crate::config::Config;
+use crate::error::{Error, Reason, Refusal, Result};
+use crate::store::{RedbStore, Store};
+use tokens::{authenticate, Right};
+
+/// The operations of SPEC §11, in the fixed order transports list them.
+pub const OPERATIONS: [&str; 8] = [
+    "get_manifest",
+    "whoami",
+    "post",
+    "get_thread",
+    "list_threads",
+    "get_inbox",
+    "get_events",
+    "get_claim",
+];
+
+/// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
+/// are serialized by the store's single writer, reads run on snapshots.
+pub struct Forum {
+    pub(crate) store: Box<dyn Store>,
+    pub(crate) config: Config,
+}
+
+impl std::fmt::Debug for Forum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forum")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Forum {
+    /// Creates or opens the forum file at `path`.
+    ///
+    /// A file written by a newer schema version is refused with
+    /// [`Error::SchemaTooNew`]; a redb file of another application with
+    /// [`Error::NotAForum`].
+    pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
+        config.validate()?;
+        let store = RedbStore::open(path.as_ref(), config.durability)?;
+        Ok(Forum {
+            store: Box::new(store),
+            config,
+        })
+    }
+
+    /// A forum in memory, gone when dropped. For tests and throwaway use.
+    pub fn in_memory(config: Config) -> Result<Forum> {
+        config.validate()?;
+        Ok(Forum {
+            store: Box::new(RedbStore::in_memory()?),
+            config,
+        })
+    }
+
+    /// A forum over another storage backend.
+    pub fn with_store(store: Box<dyn Store>, config: Config) -> Result<Forum> {
+        config.validate()?;
+        Ok(Forum { store, config })
+    }
+
+    /// The settings the forum was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        (self.config.clock)()
+    }
+
+    /// The generic entry (SPEC §11.3): runs `operation` with JSON `args` for the
+    /// holder of `token`, and returns the result as JSON.
+    ///
+    /// A refusal is [`Error::Refused`] with the stable reason; an operation that does
+    /// not exist is [`Error::UnknownOperation`].
+    pub fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
+        let empty = Map::new();
+        let args_obj = match args {
+            Value::Null => &empty,
+            Value::Object(map) => map,
+            _ if operation == "post" => {
+                return Err(
+                    Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object").into(),
+                )
+            }
+            _ if OPERATIONS.contains(&operation) => {
+                return Err(Refusal::new(
+                    Reason::InvalidArgument,
+                    "arguments must be a JSON object",
+                )
+                .into())
+            }
+            _ => return Err(Error::UnknownOperation(operation.to_string())),
+        };
+        match operation {
+            "get_manifest" => Ok(self.manifest()),
+            "whoami" => {
+                let tx = self.store.read()?;
+                let caller = authenticate(&*tx, token)?;
+                let rights: Vec<&str> = Right::ALL
+                    .iter()
+                    .filter(|r| caller.has(**r))
+                    .map(|r| r.as_str())
+                    .collect();
+                Ok(json!({
+                    "identity": caller.identity,
+                    "kind": if caller.human { "human" } else { "llm" },
+                    "rights": rights,
+                    "label": caller.label,
+                    "realm": self.config.realm,
+                }))
+            }
+            "post" => self.post(token, args),
+            "get_thread" => self.get_thread(token, args_obj),
+            "list_threads" => self.list_threads(token, args_obj),
+            "get_inbox" => self.get_inbox(token, args_obj),
+            "get_events" => self.get_events(token, args_obj),
+            "get_claim" if self.config.dialectic => self.get_claim(token, args_obj),
+            other => Err(Error::UnknownOperation(other.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn forum_is_send_and_sync() {
+        assert_send_sync::<Forum>();
+    }
+
+    #[test]
+    fn unknown_operations_and_bad_args() {
+        let forum = Forum::in_memory(Config::default()).unwrap();
+        assert!(matches!(
+            forum.call(None, "fly", &Value::Null),
+            Err(Error::UnknownOperation(_))
+        ));
+        let err = forum.call(None, "get_thread", &json!([1])).unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::InvalidArgument);
+        let err = forum.call(None, "whoami", &Value::Null).unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::TokenMissing);
+        let err = forum
+            .call(Some("pt_x"), "whoami", &Value::Null)
+            .unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::TokenInvalid);
+    }
+}

@@ -1,0 +1,646 @@
+//! `post`: one envelope, checked in the order of SPEC §12.1, applied in one
+//! write transaction. Every check runs before the first write, so a refusal
+//! leaves nothing behind.
+
+use serde_json::{Map, Value};
+
+use super::claims;
+use super::tokens::{authenticate, Caller, Right};
+use super::view;
+use super::Forum;
+use crate::error::{Reason, Refusal, Result};
+use crate::protocol::acts::{Act, Needs};
+use crate::protocol::envelope::{self, Checked};
+use crate::protocol::ids::IdKind;
+use crate::protocol::state::{self, Effect, State};
+use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
+use crate::store::WriteTx;
+
+/// Where the message goes, once its references are resolved.
+struct Place {
+    thread: Option<ThreadRec>,
+    parent: Option<MessageRec>,
+    claim: Option<ClaimRec>,
+    superseded: Vec<ClaimRec>,
+}
+
+fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
+    Err(Refusal::new(reason, message).into())
+}
+
+/// Runs of whitespace collapsed, ends trimmed: the repeat guard's notion of "the same".
+fn normalized(body: &str) -> String {
+    body.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn topic(body: &str) -> String {
+    body.lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(80)
+        .collect()
+}
+
+impl Forum {
+    pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
+        // Parsing needs no storage; its verdict is reported after the token's (§12.1).
+        let checked = envelope::check(args, &self.config.limits, self.config.dialectic);
+        let now = self.now();
+        let mut tx = self.store.write()?;
+        let caller = authenticate(&*tx, token)?;
+        let checked = checked?;
+        let result = self.apply(&mut *tx, &caller, &checked, now)?;
+        tx.commit()?;
+        Ok(result)
+    }
+
+    /// Checks and applies one post inside `tx`. On `Err`, nothing was written.
+    pub(crate) fn apply(
+        &self,
+        tx: &mut dyn WriteTx,
+        caller: &Caller,
+        env: &Checked,
+        now: i64,
+    ) -> Result<Value> {
+        let act = env.act;
+        caller.require(Right::Write)?;
+        if act.spec().needs == Needs::Verify {
+            caller.require(Right::Verify)?;
+        }
+        self.check_rate(tx, caller, now)?;
+        let place = resolve(tx, env)?;
+        let thread = place.thread.as_ref();
+
+        if let Some(t) = thread {
+            if t.locked() && act != Act::Reopen {
+                return refuse(
+                    Reason::ThreadClosed,
+                    format!(
+                        "{} is closed and confirmed; reopen it first",
+                        IdKind::Thread.key(t.id)
+                    ),
+                );
+            }
+            check_authority(caller, act, t)?;
+        }
+        for claim in &place.superseded {
+            let owns = claim.identity == caller.identity;
+            let thread_of_claim = tx.thread(claim.thread)?;
+            let rules =
+                thread_of_claim.is_some_and(|t| t.creator == caller.identity) || caller.confirmer();
+            if !owns && !rules {
+                return refuse(
+                    Reason::ThreadAuthorityMissing,
+                    format!(
+                        "only the author of {} or an authority over its thread may supersede it",
+                        IdKind::Claim.key(claim.id)
+                    ),
+                );
+            }
+        }
+
+        let replies = act.is_content() && !(act == Act::Assert && !env.supersedes.is_empty());
+        if let (true, Some(parent)) = (replies, &place.parent) {
+            if parent.identity == caller.identity && parent.extension == env.extension {
+                return refuse(
+                    Reason::SelfReply,
+                    "you may not reply to your own message (same identity and extension)",
+                );
+            }
+        }
+        if let (false, Some(t)) = (caller.human, thread) {
+            if let Some(last) = tx.last_message_by(t.id, &caller.identity)? {
+                let last = tx.message(last)?;
+                if last.is_some_and(|m| normalized(&m.body) == normalized(&env.body)) {
+                    return refuse(Reason::RepeatedBody, "this body repeats your most recent message in the thread; say something new");
+                }
+            }
+        }
+
+        let effect = match thread {
+            Some(t) => transition(caller, env, t)?,
+            None => Effect::None,
+        };
+        check_dialectic(caller, env, &place)?;
+        if let Some(t) = thread {
+            let limits = &self.config.limits;
+            if t.message_count as usize >= limits.thread_max_messages {
+                return Err(Refusal::new(
+                    Reason::LimitExceeded,
+                    format!(
+                        "a thread holds at most {} messages",
+                        limits.thread_max_messages
+                    ),
+                )
+                .with_limit("thread_max_messages")
+                .into());
+            }
+            let depth = place.parent.as_ref().map_or(0, |p| p.depth as usize + 1);
+            if depth > limits.thread_max_depth {
+                return Err(Refusal::new(
+                    Reason::LimitExceeded,
+                    format!(
+                        "replies nest at most {} levels deep",
+                        limits.thread_max_depth
+                    ),
+                )
+                .with_limit("thread_max_depth")
+                .into());
+            }
+        }
+
+        self.write_post(tx, caller, env, place, effect, now)
+    }
+
+    fn check_rate(&self, tx: &dyn WriteTx, caller: &Caller, now: i64) -> Result<()> {
+        let per_minute = self.config.limits.writes_per_minute;
+        if caller.human || per_minute == 0 {
+            return Ok(());
+        }
+        let recent = tx.writes_since(&caller.identity, now - 59_999)?;
+        if recent.len() >= per_minute {
+            let oldest_counted = recent[recent.len() - per_minute];
+            let mut refusal = Refusal::new(
+                Reason::RateLimited,
+                format!("at most {per_minute} writes per minute"),
+            )
+            .with_limit("writes_per_minute");
+            refusal.retry_after_ms = Some((oldest_counted + 60_000 - now).max(1) as u64);
+            return Err(refusal.into());
+        }
+        Ok(())
+    }
+
+    fn write_post(
+        &self,
+        tx: &mut dyn WriteTx,
+        caller: &Caller,
+        env: &Checked,
+        place: Place,
+        effect: Effect,
+        now: i64,
+    ) -> Result<Value> {
+        let act = env.act;
+        let msg_id = tx.next_id(IdKind::Message)?;
+        let lock_label =
+            (!caller.human && caller.confirmer()).then(|| format!("KI · {}", caller.label));
+        let mut before = None;
+        let mut thread = match place.thread {
+            Some(t) => {
+                before = Some(t.clone());
+                t
+            }
+            None => {
+                let id = tx.next_id(IdKind::Thread)?;
+                ThreadRec {
+                    id,
+                    root: msg_id,
+                    topic: topic(&env.body),
+                    creator: caller.identity.clone(),
+                    creator_extension: env.extension.clone(),
+                    state: State::Open,
+                    state_by_user: caller.human,
+                    state_confirmed_at: Some(now),
+                    state_label: None,
+                    awaiting: None,
+                    message_count: 0,
+                    created_at: now,
+                    updated_at: now,
+                    last_message: msg_id,
+                }
+            }
+        };
+        let parent = place.parent;
+        let mut message = MessageRec {
+            id: msg_id,
+            kind: act.kind().to_string(),
+            thread: thread.id,
+            parent: parent.as_ref().map(|p| p.id),
+            depth: parent.as_ref().map_or(0, |p| p.depth + 1),
+            identity: caller.identity.clone(),
+            extension: env.extension.clone(),
+            human: caller.human,
+            body: env.body.clone(),
+            created_at: now,
+            to: env.to.clone(),
+            state: env.state,
+            provenance: env.provenance.clone(),
+            claim: None,
+            counter_claim: None,
+            evidence: env.evidence.clone(),
+            supersedes: env.supersedes.clone(),
+            valid_until: env.valid_until,
+        };
+
+        // The turn (§5).
+        let author_turn = |identity: &str, extension: &Option<String>| {
+            Some(Awaiting {
+                identity: identity.to_string(),
+                extension: extension.clone(),
+                message: msg_id,
+            })
+        };
+        let to_turn = |to: &str| {
+            Some(Awaiting {
+                identity: to.to_string(),
+                extension: None,
+                message: msg_id,
+            })
+        };
+        let new_thread = before.is_none();
+        thread.awaiting = match act {
+            Act::Ask => match (&env.to, &parent) {
+                (Some(to), _) => to_turn(to),
+                (None, Some(p)) => author_turn(&p.identity, &p.extension),
+                (None, None) => to_turn("*"),
+            },
+            Act::Answer => {
+                let asker = nearest_ask(tx, parent.as_ref())?;
+                author_turn(&asker.0, &asker.1)
+            }
+            Act::Propose => author_turn(&thread.creator.clone(), &thread.creator_extension.clone()),
+            Act::Object => parent
+                .as_ref()
+                .and_then(|p| author_turn(&p.identity, &p.extension)),
+            Act::Handoff => env.to.as_deref().and_then(to_turn),
+            Act::Decide | Act::Mark => None,
+            Act::Reopen => to_turn(env.to.as_deref().unwrap_or("*")),
+            Act::Assert if new_thread => to_turn("*"),
+            Act::Refute => place
+                .claim
+                .as_ref()
+                .and_then(|c| author_turn(&c.identity, &c.extension)),
+            Act::Note | Act::Assert | Act::Attest | Act::Verify => thread.awaiting.clone(),
+        };
+
+        // The state (§6, §7).
+        let mut changes: Vec<(u64, Change)> = Vec::new();
+        match effect {
+            Effect::Move(to) => {
+                changes.push((
+                    thread.id,
+                    Change::State {
+                        from: thread.state,
+                        to,
+                        confirmation: false,
+                    },
+                ));
+                thread.state = to;
+                thread.state_by_user = caller.human;
+                thread.state_confirmed_at = caller.confirmer().then_some(now);
+                thread.state_label = lock_label.clone();
+            }
+            Effect::Confirm => {
+                changes.push((
+                    thread.id,
+                    Change::State {
+                        from: thread.state,
+                        to: thread.state,
+                        confirmation: true,
+                    },
+                ));
+                thread.state_by_user = caller.human;
+                thread.state_confirmed_at = Some(now);
+                thread.state_label = lock_label.clone();
+            }
+            Effect::None => {}
+        }
+
+        // Claims (§10).
+        let mut created_claim = None;
+        let new_claim = |tx: &mut dyn WriteTx, refutes: Option<u64>| -> Result<ClaimRec> {
+            Ok(ClaimRec {
+                id: tx.next_id(IdKind::Claim)?,
+                message: msg_id,
+                thread: thread.id,
+                identity: caller.identity.clone(),
+                extension: env.extension.clone(),
+                text: env.body.clone(),
+                status: "unverified".into(),
+                evidence: env.evidence.clone(),
+                attestations: Vec::new(),
+                verifications: Vec::new(),
+                refutations: Vec::new(),
+                refutes,
+                supersedes: env.supersedes.clone(),
+                superseded_by: None,
+                valid_until: env.valid_until,
+                created_at: now,
+            })
+        };
+        match act {
+            Act::Assert => {
+                let claim = new_claim(tx, None)?;
+                message.claim = Some(claim.id);
+                tx.put_claim(&claim)?;
+                for mut old in place.superseded {
+                    old.superseded_by = Some(claim.id);
+                    changes.extend(claims::store_and_propagate(tx, old)?);
+                }
+                created_claim = Some(claim.id);
+            }
+            Act::Attest | Act::Verify => {
+                let mut target = place.claim.expect("resolved for attest and verify");
+                message.claim = Some(target.id);
+                let support = Support {
+                    message: msg_id,
+                    identity: caller.identity.clone(),
+                    evidence: env.evidence.clone(),
+                    at: now,
+                };
+                if act == Act::Attest {
+                    target.attestations.push(support);
+                } else {
+                    target.verifications.push(support);
+                }
+                changes.extend(claims::store_and_propagate(tx, target)?);
+            }
+            Act::Refute => {
+                let mut target = place.claim.expect("resolved for refute");
+                let counter = new_claim(tx, Some(target.id))?;
+                tx.put_claim(&counter)?;
+                message.claim = Some(target.id);
+                message.counter_claim = Some(counter.id);
+                target.refutations.push(counter.id);
+                changes.extend(claims::store_and_propagate(tx, target)?);
+                created_claim = Some(counter.id);
+            }
+            _ => {}
+        }
+
+        thread.message_count += 1;
+        thread.updated_at = now;
+        thread.last_message = msg_id;
+        tx.put_message(&message)?;
+        tx.put_thread(&thread, before.as_ref())?;
+        if !caller.human && self.config.limits.writes_per_minute > 0 {
+            tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
+        }
+
+        let mut events = Vec::with_capacity(changes.len());
+        for (event_thread, change) in changes {
+            let confirmed = match &change {
+                Change::State { .. } => thread.state_confirmed_at.is_some(),
+                Change::Claim { .. } => true,
+            };
+            let event = EventRec {
+                id: tx.next_id(IdKind::Event)?,
+                thread: event_thread,
+                message: msg_id,
+                change,
+                by_user: caller.human,
+                identity: caller.identity.clone(),
+                extension: env.extension.clone(),
+                label: lock_label.clone(),
+                confirmed,
+                at: now,
+            };
+            tx.put_event(&event)?;
+            events.push(view::event(&event));
+        }
+
+        let mut out = Map::new();
+        out.insert("message".into(), Value::Object(view::message(&message)));
+        out.insert("thread".into(), view::thread(&thread));
+        match events.len() {
+            0 => {}
+            1 => {
+                out.insert("event".into(), events.pop().expect("one event"));
+            }
+            _ => {
+                out.insert("events".into(), Value::Array(events));
+            }
+        }
+        if let Some(id) = created_claim {
+            out.insert("claim".into(), super::read::claim_view(tx, id, now)?);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Resolves thread, parent, claim, superseded claims and `to` (the 404 group).
+fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
+    let mut thread = match env.thread {
+        Some(id) => match tx.thread(id)? {
+            Some(t) => Some(t),
+            None => {
+                return refuse(
+                    Reason::ThreadNotFound,
+                    format!("{} does not exist", IdKind::Thread.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let mut parent = match env.parent {
+        Some(id) => match tx.message(id)? {
+            Some(m) => Some(m),
+            None => {
+                return refuse(
+                    Reason::MessageNotFound,
+                    format!("{} does not exist", IdKind::Message.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let claim = match env.claim {
+        Some(id) => match tx.claim(id)? {
+            Some(c) => Some(c),
+            None => {
+                return refuse(
+                    Reason::ClaimNotFound,
+                    format!("{} does not exist", IdKind::Claim.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let mut superseded = Vec::with_capacity(env.supersedes.len());
+    for id in &env.supersedes {
+        match tx.claim(*id)? {
+            Some(c) => superseded.push(c),
+            None => {
+                return refuse(
+                    Reason::ClaimNotFound,
+                    format!("{} does not exist", IdKind::Claim.key(*id)),
+                )
+            }
+        }
+    }
+    if let Some(to) = &env.to {
+        if tx.identity(to)?.is_none() {
+            return Err(Refusal::new(
+                Reason::IdentityNotFound,
+                format!("no token was ever issued to {to}"),
+            )
+            .with_field("to")
+            .into());
+        }
+    }
+
+    // Placement (§3.1): the parent decides the thread; a thread alone means its root;
+    // attest, refute and verify default to the claim's message.
+    if let (Some(p), Some(t)) = (&parent, &thread) {
+        if p.thread != t.id {
+            return Err(Refusal::new(
+                Reason::InvalidBody,
+                format!(
+                    "{} is not in {}",
+                    IdKind::Message.key(p.id),
+                    IdKind::Thread.key(t.id)
+                ),
+            )
+            .with_field("parent")
+            .into());
+        }
+    }
+    if parent.is_none() && thread.is_none() {
+        if let Some(c) = &claim {
+            parent = tx.message(c.message)?;
+        }
+    }
+    if let (Some(p), None) = (&parent, &thread) {
+        thread = tx.thread(p.thread)?;
+    }
+    if let (None, Some(t)) = (&parent, &thread) {
+        parent = tx.message(t.root)?;
+    }
+    Ok(Place {
+        thread,
+        parent,
+        claim,
+        superseded,
+    })
+}
+
+/// Authority of §7.2 for the marking acts.
+fn check_authority(caller: &Caller, act: Act, thread: &ThreadRec) -> Result<()> {
+    let creator = thread.creator == caller.identity;
+    let allowed = match act.spec().needs {
+        Needs::Authority => creator || caller.confirmer(),
+        Needs::ReopenAuthority if thread.state.is_side() => caller.confirmer(),
+        Needs::ReopenAuthority => creator || caller.confirmer(),
+        Needs::Write | Needs::Verify => true,
+    };
+    if allowed {
+        Ok(())
+    } else {
+        refuse(
+            Reason::ThreadAuthorityMissing,
+            format!(
+                "`{}` on {} needs its creator, a lock holder or a human",
+                act.kind(),
+                IdKind::Thread.key(thread.id)
+            ),
+        )
+    }
+}
+
+/// The state effect of the act, or `invalid_transition` (§6).
+fn transition(caller: &Caller, env: &Checked, thread: &ThreadRec) -> Result<Effect> {
+    let confirmed = thread.state_confirmed_at.is_some();
+    let effect = match env.act {
+        Act::Answer => {
+            state::content_mark(thread.state, confirmed, State::Answered, caller.confirmer())
+        }
+        Act::Decide => {
+            state::content_mark(thread.state, confirmed, State::Decided, caller.confirmer())
+        }
+        Act::Mark => {
+            let target = env.state.expect("mark requires state");
+            match state::mark(
+                thread.state,
+                confirmed,
+                target,
+                caller.confirmer(),
+                caller.human,
+            ) {
+                Ok(effect) => effect,
+                Err(()) => {
+                    return refuse(
+                        Reason::InvalidTransition,
+                        format!(
+                            "cannot mark {} from {}{}",
+                            target.as_str(),
+                            thread.state.as_str(),
+                            if confirmed { "" } else { " (unconfirmed)" }
+                        ),
+                    )
+                }
+            }
+        }
+        Act::Reopen if state::reopenable(thread.state) => Effect::Move(State::Open),
+        Act::Reopen => {
+            return refuse(
+                Reason::InvalidTransition,
+                format!(
+                    "a thread that is {} cannot be reopened",
+                    thread.state.as_str()
+                ),
+            )
+        }
+        _ => Effect::None,
+    };
+    Ok(effect)
+}
+
+/// `self_attestation`, `already_attested`, `claim_superseded` (§10).
+fn check_dialectic(caller: &Caller, env: &Checked, place: &Place) -> Result<()> {
+    for old in &place.superseded {
+        if old.superseded_by.is_some() {
+            return refuse(
+                Reason::ClaimSuperseded,
+                format!("{} is already superseded", IdKind::Claim.key(old.id)),
+            );
+        }
+    }
+    let Some(claim) = &place.claim else {
+        return Ok(());
+    };
+    if claim.superseded_by.is_some() {
+        return refuse(
+            Reason::ClaimSuperseded,
+            format!("{} is superseded", IdKind::Claim.key(claim.id)),
+        );
+    }
+    if matches!(env.act, Act::Attest | Act::Verify) && claim.identity == caller.identity {
+        return refuse(
+            Reason::SelfAttestation,
+            "you may not attest or verify your own claim",
+        );
+    }
+    if env.act == Act::Attest
+        && claim
+            .attestations
+            .iter()
+            .any(|a| a.identity == caller.identity)
+    {
+        return refuse(
+            Reason::AlreadyAttested,
+            format!("you have already attested {}", IdKind::Claim.key(claim.id)),
+        );
+    }
+    Ok(())
+}
+
+/// The author of the nearest `ask` at or above `from`, else of the root.
+fn nearest_ask(tx: &dyn WriteTx, from: Option<&MessageRec>) -> Result<(String, Option<String>)> {
+    let mut current = from.cloned();
+    let mut root = None;
+    while let Some(m) = current {
+        if m.kind == "ask" {
+            return Ok((m.identity, m.extension));
+        }
+        current = match m.parent {
+            Some(p) => tx.message(p)?,
+            None => {
+                root = Some((m.identity.clone(), m.extension.clone()));
+                None
+            }
+        };
+    }
+    Ok(root.unwrap_or_default())
+}

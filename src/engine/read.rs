@@ -1,0 +1,349 @@
+//! The read operations (SPEC §8, §10): thread, thread list, inbox, events, claim.
+//! Lists are served from indexes ordered by the cursor's position, so a `since`
+//! read costs what it returns, not the size of the forum.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::cursor::{self, Index};
+use super::tokens::{authenticate, Caller, Right};
+use super::view;
+use super::Forum;
+use crate::error::{Error, Reason, Refusal, Result};
+use crate::protocol::ids::{self, parse_id, IdKind};
+use crate::protocol::state::State;
+use crate::store::records::MessageRec;
+use crate::store::{Flow, ReadTx};
+
+fn bad_arg(field: &str, message: impl Into<String>) -> Error {
+    Refusal::new(Reason::InvalidArgument, message)
+        .with_field(field)
+        .into()
+}
+
+fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
+    for key in args.keys() {
+        if !allowed.contains(&key.as_str()) {
+            return Err(bad_arg(key, format!("unknown argument `{key}`")));
+        }
+    }
+    Ok(())
+}
+
+fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    args.get(key).filter(|v| !v.is_null())
+}
+
+fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
+    match arg(args, key) {
+        None => Ok(None),
+        Some(v) => parse_id(kind, v).map(Some).ok_or_else(|| {
+            bad_arg(
+                key,
+                format!(
+                    "`{key}` must be a {}<n> key or a positive integer",
+                    kind.prefix()
+                ),
+            )
+        }),
+    }
+}
+
+struct Page {
+    after: u64,
+    limit: usize,
+}
+
+impl Forum {
+    /// Token, then argument syntax, then the `read` right (§12.1).
+    fn reader(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
+        authenticate(tx, token)
+    }
+
+    fn page(&self, args: &Map<String, Value>, index: Index) -> Result<Page> {
+        let limits = &self.config.limits;
+        let limit = match arg(args, "limit") {
+            None => limits.page_default,
+            Some(v) => {
+                let n = v
+                    .as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+                match n {
+                    Some(n) if n >= 1 && n as usize <= limits.page_max => n as usize,
+                    _ => {
+                        return Err(Refusal::new(
+                            Reason::InvalidArgument,
+                            format!("`limit` must be an integer from 1 to {}", limits.page_max),
+                        )
+                        .with_field("limit")
+                        .with_limit("page_max")
+                        .into())
+                    }
+                }
+            }
+        };
+        let after = match arg(args, "since") {
+            None => 0,
+            Some(Value::String(c)) => cursor::decode(self.store.cursor_key(), index, c)?,
+            Some(_) => {
+                return Err(Refusal::new(
+                    Reason::InvalidCursor,
+                    "`since` must be a cursor string this forum issued",
+                )
+                .with_field("since")
+                .into())
+            }
+        };
+        Ok(Page { after, limit })
+    }
+
+    fn listing(
+        &self,
+        items: Vec<Value>,
+        positions: Vec<u64>,
+        more: bool,
+        index: Index,
+        end: u64,
+    ) -> Value {
+        let position = positions.last().copied().unwrap_or(end);
+        json!({ "items": items, "cursor": cursor::encode(self.store.cursor_key(), index, position), "more": more })
+    }
+
+    pub(crate) fn get_thread(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["thread"])?;
+        let id = id_arg(args, "thread", IdKind::Thread)?
+            .ok_or_else(|| bad_arg("thread", "`thread` is required"))?;
+        caller.require(Right::Read)?;
+        let thread = tx.thread(id)?.ok_or_else(|| {
+            Error::from(Refusal::new(
+                Reason::ThreadNotFound,
+                format!("{} does not exist", IdKind::Thread.key(id)),
+            ))
+        })?;
+        let messages = tx.thread_messages(id)?;
+        Ok(json!({ "thread": view::thread(&thread), "messages": tree(&messages) }))
+    }
+
+    pub(crate) fn list_threads(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["state", "since", "limit"])?;
+        let state = match arg(args, "state") {
+            None => None,
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(State::from_name)
+                    .ok_or_else(|| bad_arg("state", "`state` must be one of open, answered, decided, closed, deferred, obsolete, rejected"))?,
+            ),
+        };
+        let page = self.page(args, Index::Threads)?;
+        caller.require(Right::Read)?;
+        let mut found = Vec::new();
+        tx.scan_activity(state, page.after, &mut |pos, thread| {
+            found.push((pos, thread));
+            Ok(if found.len() > page.limit {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })?;
+        let more = found.len() > page.limit;
+        found.truncate(page.limit);
+        let mut items = Vec::with_capacity(found.len());
+        for (_, id) in &found {
+            if let Some(t) = tx.thread(*id)? {
+                items.push(view::thread(&t));
+            }
+        }
+        let end = tx.last_id(IdKind::Message)?.max(page.after);
+        Ok(self.listing(
+            items,
+            found.iter().map(|f| f.0).collect(),
+            more,
+            Index::Threads,
+            end,
+        ))
+    }
+
+    pub(crate) fn get_inbox(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["since", "extension", "limit"])?;
+        let extension = match arg(args, "extension") {
+            None => None,
+            Some(Value::String(e))
+                if ids::is_extension(e, self.config.limits.extension_max_chars) =>
+            {
+                Some(e.clone())
+            }
+            Some(_) => {
+                return Err(bad_arg(
+                    "extension",
+                    "`extension` is 1-64 characters of [A-Za-z0-9._-]",
+                ))
+            }
+        };
+        let page = self.page(args, Index::Inbox)?;
+        caller.require(Right::Read)?;
+
+        // The caller's own turns and, with `write`, the open ones ("*"): two ordered
+        // scans, each cut after limit + 1 accepted items, then merged by position.
+        let mut accepted: Vec<(u64, Value)> = Vec::new();
+        let mut scopes = vec![caller.identity.as_str()];
+        if caller.has(Right::Write) {
+            scopes.push("*");
+        }
+        for scope in scopes {
+            let mut taken = 0;
+            tx.scan_turns(scope, page.after, &mut |pos, thread_id| {
+                let Some(thread) = tx.thread(thread_id)? else { return Ok(Flow::Continue) };
+                let Some(turn) = thread.awaiting.as_ref().filter(|a| a.message == pos && !thread.locked()) else {
+                    return Ok(Flow::Continue);
+                };
+                if turn.identity != "*" {
+                    if let (Some(want), Some(mine)) = (&turn.extension, &extension) {
+                        if want != mine {
+                            return Ok(Flow::Continue);
+                        }
+                    }
+                }
+                let Some(message) = tx.message(pos)? else { return Ok(Flow::Continue) };
+                if extension.is_some() && message.identity == caller.identity && message.extension == extension {
+                    return Ok(Flow::Continue);
+                }
+                accepted.push((pos, json!({ "thread": view::thread(&thread), "message": Value::Object(view::message(&message)) })));
+                taken += 1;
+                Ok(if taken > page.limit { Flow::Stop } else { Flow::Continue })
+            })?;
+        }
+        accepted.sort_by_key(|(pos, _)| *pos);
+        let more = accepted.len() > page.limit;
+        accepted.truncate(page.limit);
+        let end = tx.last_id(IdKind::Message)?.max(page.after);
+        let positions = accepted.iter().map(|a| a.0).collect();
+        Ok(self.listing(
+            accepted.into_iter().map(|a| a.1).collect(),
+            positions,
+            more,
+            Index::Inbox,
+            end,
+        ))
+    }
+
+    pub(crate) fn get_events(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["thread", "since", "limit"])?;
+        let thread = id_arg(args, "thread", IdKind::Thread)?;
+        let page = self.page(args, Index::Events)?;
+        caller.require(Right::Read)?;
+        if let Some(id) = thread {
+            if tx.thread(id)?.is_none() {
+                return Err(Refusal::new(
+                    Reason::ThreadNotFound,
+                    format!("{} does not exist", IdKind::Thread.key(id)),
+                )
+                .into());
+            }
+        }
+        let mut ids = Vec::new();
+        tx.scan_events(thread, page.after, &mut |pos, _| {
+            ids.push(pos);
+            Ok(if ids.len() > page.limit {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })?;
+        let more = ids.len() > page.limit;
+        ids.truncate(page.limit);
+        let mut items = Vec::with_capacity(ids.len());
+        for id in &ids {
+            if let Some(e) = tx.event(*id)? {
+                items.push(view::event(&e));
+            }
+        }
+        let end = tx.last_id(IdKind::Event)?.max(page.after);
+        Ok(self.listing(items, ids, more, Index::Events, end))
+    }
+
+    pub(crate) fn get_claim(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["claim"])?;
+        let id = id_arg(args, "claim", IdKind::Claim)?
+            .ok_or_else(|| bad_arg("claim", "`claim` is required"))?;
+        caller.require(Right::Read)?;
+        claim_view(&*tx, id, self.now())
+    }
+}
+
+/// A claim as `get_claim` returns it; `claim_not_found` when unknown.
+pub(crate) fn claim_view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
+    let claim = tx.claim(id)?.ok_or_else(|| {
+        Error::from(Refusal::new(
+            Reason::ClaimNotFound,
+            format!("{} does not exist", IdKind::Claim.key(id)),
+        ))
+    })?;
+    let mut refutations = Vec::with_capacity(claim.refutations.len());
+    for counter in &claim.refutations {
+        if let Some(c) = tx.claim(*counter)? {
+            refutations.push((c.id, c.message, c.status));
+        }
+    }
+    Ok(view::claim(&claim, &refutations, now))
+}
+
+/// Messages nested by parent, each level in creation order (SPEC §8.2).
+fn tree(messages: &[MessageRec]) -> Vec<Value> {
+    let mut children: HashMap<Option<u64>, Vec<usize>> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        children.entry(m.parent).or_default().push(i);
+    }
+    fn build(
+        at: Option<u64>,
+        messages: &[MessageRec],
+        children: &HashMap<Option<u64>, Vec<usize>>,
+    ) -> Vec<Value> {
+        children
+            .get(&at)
+            .map(|list| {
+                list.iter()
+                    .map(|&i| {
+                        let mut m = view::message(&messages[i]);
+                        m.insert(
+                            "replies".into(),
+                            Value::Array(build(Some(messages[i].id), messages, children)),
+                        );
+                        Value::Object(m)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    build(None, messages, &children)
+}

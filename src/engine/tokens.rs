@@ -1,0 +1,404 @@
+//! Token administration for the host (SPEC §2): never reachable over the wire.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::Forum;
+use crate::error::{Error, Reason, Refusal, Result};
+use crate::protocol::ids;
+use crate::store::records::{IdentityRec, TokenRec};
+use crate::store::ReadTx;
+
+/// A right an llm token may hold. A human token holds all four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Right {
+    /// Read threads, inbox, events, claims.
+    Read,
+    /// Post.
+    Write,
+    /// Moderate: authority over every thread, confirmed marks.
+    Lock,
+    /// Seal claims (dialectic).
+    Verify,
+}
+
+impl Right {
+    /// All rights, in canonical order.
+    pub const ALL: [Right; 4] = [Right::Read, Right::Write, Right::Lock, Right::Verify];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Right::Read => "read",
+            Right::Write => "write",
+            Right::Lock => "lock",
+            Right::Verify => "verify",
+        }
+    }
+
+    /// The right with this wire name.
+    pub fn from_name(name: &str) -> Option<Right> {
+        Right::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+}
+
+/// Who a token speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// An agent: identity `<realm>:<handle>`.
+    Llm,
+    /// A person: identity `human:<name>`, all rights, outranks everyone.
+    Human,
+}
+
+impl TokenKind {
+    /// `"llm"` or `"human"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Llm => "llm",
+            TokenKind::Human => "human",
+        }
+    }
+}
+
+/// What the host asks for when it issues a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSpec {
+    /// Handle (llm) or name (human): 1–64 of `[a-z0-9._-]`.
+    pub handle: String,
+    /// Agent or person.
+    pub kind: TokenKind,
+    /// Rights of an llm token; ignored for a human.
+    pub rights: Vec<Right>,
+    /// Shown as `KI · <label>`; defaults to the handle.
+    pub label: Option<String>,
+}
+
+impl TokenSpec {
+    /// An agent token with these rights.
+    pub fn llm(handle: &str, rights: &[Right]) -> Self {
+        TokenSpec {
+            handle: handle.into(),
+            kind: TokenKind::Llm,
+            rights: rights.to_vec(),
+            label: None,
+        }
+    }
+
+    /// A human token.
+    pub fn human(name: &str) -> Self {
+        TokenSpec {
+            handle: name.into(),
+            kind: TokenKind::Human,
+            rights: Right::ALL.to_vec(),
+            label: None,
+        }
+    }
+
+    /// Sets the label.
+    pub fn label(mut self, label: &str) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Reads `{"handle", "kind": "llm"|"human", "rights": [...], "label"}`;
+    /// `kind` defaults to `llm`, `rights` to `["read", "write"]`.
+    pub fn from_json(spec: &Value) -> Result<TokenSpec> {
+        let bad = |m: &str| Error::InvalidArgument(m.to_string());
+        let obj = spec
+            .as_object()
+            .ok_or_else(|| bad("a token spec must be a JSON object"))?;
+        for key in obj.keys() {
+            if !matches!(key.as_str(), "handle" | "kind" | "rights" | "label") {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown token spec field `{key}`"
+                )));
+            }
+        }
+        let handle = obj
+            .get("handle")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("`handle` must be a string"))?;
+        let kind = match obj.get("kind").map(|k| k.as_str()) {
+            None | Some(Some("llm")) => TokenKind::Llm,
+            Some(Some("human")) => TokenKind::Human,
+            _ => return Err(bad("`kind` must be \"llm\" or \"human\"")),
+        };
+        let rights = match obj.get("rights") {
+            None => vec![Right::Read, Right::Write],
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|r| r.as_str().and_then(Right::from_name))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("`rights` must list read, write, lock or verify"))?,
+            Some(_) => return Err(bad("`rights` must be a list")),
+        };
+        let label = match obj.get("label") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(bad("`label` must be a string")),
+        };
+        Ok(TokenSpec {
+            handle: handle.to_string(),
+            kind,
+            rights,
+            label,
+        })
+    }
+}
+
+/// An identity the forum knows, for the host's listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityInfo {
+    /// `<realm>:<handle>` or `human:<name>`.
+    pub identity: String,
+    /// Agent or person.
+    pub kind: TokenKind,
+    /// Label of its newest token.
+    pub label: String,
+    /// Tokens issued and not revoked.
+    pub active_tokens: u64,
+}
+
+/// The SHA-256 of a token secret: the only form in which tokens are stored.
+pub(crate) fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Compares two hashes in time independent of where they differ.
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The table key of a token: the first half of its digest. The full digest is
+/// kept in the record and compared in constant time, so that a lookup's timing
+/// tells nothing about how much of a guessed secret was right.
+fn key(digest: &[u8; 32]) -> &[u8] {
+    &digest[..16]
+}
+
+/// Finds the live token record for a secret.
+pub(crate) fn lookup(tx: &dyn ReadTx, token: &str) -> Result<Option<TokenRec>> {
+    let digest = hash(token);
+    let Some(rec) = tx.token(key(&digest))? else {
+        return Ok(None);
+    };
+    let stored: [u8; 32] = unhex(&rec.digest).unwrap_or([0; 32]);
+    Ok((constant_time_eq(&stored, &digest) && !rec.revoked).then_some(rec))
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl Forum {
+    /// Issues a token and returns its secret. The secret is shown only here; the
+    /// forum keeps its SHA-256. A second token for an identity is allowed (rotation).
+    pub fn create_token(&self, spec: &TokenSpec) -> Result<String> {
+        if !ids::is_handle(&spec.handle) {
+            return Err(Error::InvalidArgument(format!(
+                "handle `{}` must be 1-64 characters of [a-z0-9._-], starting with a letter or digit",
+                spec.handle
+            )));
+        }
+        let label = spec.label.clone().unwrap_or_else(|| spec.handle.clone());
+        if label.trim().is_empty() || label.chars().count() > 64 {
+            return Err(Error::InvalidArgument("a label is 1-64 characters".into()));
+        }
+        let (identity, rights) = match spec.kind {
+            TokenKind::Llm => {
+                let mut rights: Vec<String> = Vec::new();
+                for right in Right::ALL {
+                    if spec.rights.contains(&right) {
+                        rights.push(right.as_str().into());
+                    }
+                }
+                (format!("{}:{}", self.config.realm, spec.handle), rights)
+            }
+            TokenKind::Human => (
+                format!("human:{}", spec.handle),
+                Right::ALL.iter().map(|r| r.as_str().to_string()).collect(),
+            ),
+        };
+        let mut secret_bytes = [0u8; 24];
+        getrandom::fill(&mut secret_bytes)
+            .map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+        let secret = format!("pt_{}", hex(&secret_bytes));
+        let now = self.now();
+        let mut tx = self.store.write()?;
+        let mut ident = match tx.identity(&identity)? {
+            Some(existing) if existing.human != (spec.kind == TokenKind::Human) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{identity} exists with another kind"
+                )));
+            }
+            Some(existing) => existing,
+            None => IdentityRec {
+                human: spec.kind == TokenKind::Human,
+                label: label.clone(),
+                tokens: 0,
+                revoked: 0,
+                created_at: now,
+            },
+        };
+        ident.tokens += 1;
+        ident.label = label.clone();
+        tx.put_identity(&identity, &ident)?;
+        let digest = hash(&secret);
+        let rec = TokenRec {
+            digest: hex(&digest),
+            identity,
+            human: spec.kind == TokenKind::Human,
+            rights,
+            label,
+            revoked: false,
+            created_at: now,
+        };
+        tx.put_token(key(&digest), &rec)?;
+        tx.commit()?;
+        Ok(secret)
+    }
+
+    /// Revokes a token. Returns `false` when it was unknown or already revoked.
+    pub fn revoke_token(&self, token: &str) -> Result<bool> {
+        let mut tx = self.store.write()?;
+        let Some(mut rec) = lookup(&*tx, token)? else {
+            return Ok(false);
+        };
+        rec.revoked = true;
+        tx.put_token(key(&hash(token)), &rec)?;
+        if let Some(mut ident) = tx.identity(&rec.identity)? {
+            ident.revoked += 1;
+            tx.put_identity(&rec.identity, &ident)?;
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Every identity the forum has issued a token to, in name order.
+    pub fn identities(&self) -> Result<Vec<IdentityInfo>> {
+        let tx = self.store.read()?;
+        Ok(tx
+            .identities()?
+            .into_iter()
+            .map(|(identity, rec)| IdentityInfo {
+                identity,
+                kind: if rec.human {
+                    TokenKind::Human
+                } else {
+                    TokenKind::Llm
+                },
+                label: rec.label,
+                active_tokens: rec.tokens - rec.revoked,
+            })
+            .collect())
+    }
+}
+
+/// The caller behind a token.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub(crate) identity: String,
+    pub(crate) human: bool,
+    pub(crate) rights: Vec<String>,
+    pub(crate) label: String,
+}
+
+impl Caller {
+    pub(crate) fn has(&self, right: Right) -> bool {
+        self.human || self.rights.iter().any(|r| r == right.as_str())
+    }
+
+    /// Humans and lock holders confirm states (§7.1).
+    pub(crate) fn confirmer(&self) -> bool {
+        self.has(Right::Lock)
+    }
+
+    pub(crate) fn require(&self, right: Right) -> Result<(), Refusal> {
+        if self.has(right) {
+            Ok(())
+        } else {
+            Err(Refusal::new(
+                Reason::TokenRightMissing,
+                format!("this token lacks the `{}` right", right.as_str()),
+            )
+            .with_right(right.as_str()))
+        }
+    }
+}
+
+/// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
+pub(crate) fn authenticate(tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
+    let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+        Error::Refused(Refusal::new(
+            Reason::TokenMissing,
+            "this operation needs a token",
+        ))
+    })?;
+    let rec = lookup(tx, token)?.ok_or_else(|| {
+        Error::Refused(Refusal::new(
+            Reason::TokenInvalid,
+            "the token is unknown or revoked",
+        ))
+    })?;
+    Ok(Caller {
+        identity: rec.identity,
+        human: rec.human,
+        rights: rec.rights,
+        label: rec.label,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    #[test]
+    fn tokens_are_issued_revoked_and_listed() {
+        let forum = Forum::in_memory(Config::default()).unwrap();
+        let t1 = forum
+            .create_token(&TokenSpec::llm("alice", &[Right::Read]))
+            .unwrap();
+        let t2 = forum
+            .create_token(&TokenSpec::llm("alice", &[Right::Read]))
+            .unwrap();
+        assert_ne!(t1, t2);
+        assert!(forum.revoke_token(&t1).unwrap());
+        assert!(!forum.revoke_token(&t1).unwrap());
+        assert!(!forum.revoke_token("pt_nope").unwrap());
+        let ids = forum.identities().unwrap();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(ids[0].identity, "ainotes:alice");
+        assert_eq!(ids[0].active_tokens, 1);
+        let tx = forum.store.read().unwrap();
+        assert!(lookup(&*tx, &t1).unwrap().is_none());
+        assert!(lookup(&*tx, &t2).unwrap().is_some());
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let forum = Forum::in_memory(Config::default()).unwrap();
+        assert!(forum.create_token(&TokenSpec::llm("Bad", &[])).is_err());
+        assert!(
+            TokenSpec::from_json(&serde_json::json!({"handle": "a", "rights": ["fly"]})).is_err()
+        );
+        assert!(
+            TokenSpec::from_json(&serde_json::json!({"handle": "a", "kind": "robot"})).is_err()
+        );
+        forum.create_token(&TokenSpec::human("ann")).unwrap();
+        let s = TokenSpec::from_json(&serde_json::json!({"handle": "ann", "kind": "llm"})).unwrap();
+        forum.create_token(&s).unwrap(); // ainotes:ann is another identity than human:ann
+    }
+}

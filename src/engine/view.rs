@@ -1,0 +1,173 @@
+//! JSON shapes of SPEC §8 and §10, rendered from stored records.
+
+use serde_json::{json, Map, Value};
+
+use crate::protocol::ids::IdKind;
+use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
+use crate::time;
+
+fn key(kind: IdKind, n: u64) -> Value {
+    Value::String(kind.key(n))
+}
+
+fn opt_time(ms: Option<i64>) -> Value {
+    ms.map_or(Value::Null, |t| Value::String(time::format(t)))
+}
+
+/// `{ "identity", "extension", "message" }`.
+pub(crate) fn awaiting(a: &Option<Awaiting>) -> Value {
+    match a {
+        None => Value::Null,
+        Some(a) => {
+            json!({ "identity": a.identity, "extension": a.extension, "message": key(IdKind::Message, a.message) })
+        }
+    }
+}
+
+/// A message (SPEC §8.1), without `replies`.
+pub(crate) fn message(m: &MessageRec) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("id".into(), key(IdKind::Message, m.id));
+    out.insert("parley".into(), json!("1"));
+    out.insert("kind".into(), json!(m.kind));
+    out.insert("thread".into(), key(IdKind::Thread, m.thread));
+    out.insert(
+        "parent".into(),
+        m.parent.map_or(Value::Null, |p| key(IdKind::Message, p)),
+    );
+    out.insert(
+        "from".into(),
+        json!({ "identity": m.identity, "extension": m.extension }),
+    );
+    out.insert(
+        "author_kind".into(),
+        json!(if m.human { "human" } else { "llm" }),
+    );
+    out.insert("body".into(), json!(m.body));
+    out.insert("created_at".into(), json!(time::format(m.created_at)));
+    if let Some(to) = &m.to {
+        out.insert("to".into(), json!(to));
+    }
+    if let Some(state) = m.state {
+        out.insert("state".into(), json!(state.as_str()));
+    }
+    if let Some(p) = &m.provenance {
+        out.insert("provenance".into(), Value::Object(p.clone()));
+    }
+    if let Some(c) = m.claim {
+        out.insert("claim".into(), key(IdKind::Claim, c));
+    }
+    if let Some(c) = m.counter_claim {
+        out.insert("counter_claim".into(), key(IdKind::Claim, c));
+    }
+    if !m.evidence.is_empty() {
+        out.insert("evidence".into(), json!(m.evidence));
+    }
+    if !m.supersedes.is_empty() {
+        let ids: Vec<Value> = m
+            .supersedes
+            .iter()
+            .map(|c| key(IdKind::Claim, *c))
+            .collect();
+        out.insert("supersedes".into(), Value::Array(ids));
+    }
+    if let Some(t) = m.valid_until {
+        out.insert("valid_until".into(), json!(time::format(t)));
+    }
+    out
+}
+
+/// A thread summary (SPEC §8.2).
+pub(crate) fn thread(t: &ThreadRec) -> Value {
+    json!({
+        "id": key(IdKind::Thread, t.id),
+        "topic": t.topic,
+        "creator": { "identity": t.creator, "extension": t.creator_extension },
+        "state": t.state.as_str(),
+        "state_origin": if t.state_by_user { "user" } else { "llm" },
+        "state_confirmed_at": opt_time(t.state_confirmed_at),
+        "state_label": t.state_label,
+        "locked": t.locked(),
+        "awaiting": awaiting(&t.awaiting),
+        "message_count": t.message_count,
+        "created_at": time::format(t.created_at),
+        "updated_at": time::format(t.updated_at),
+    })
+}
+
+/// An event (SPEC §8.4).
+pub(crate) fn event(e: &EventRec) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), key(IdKind::Event, e.id));
+    match &e.change {
+        Change::State {
+            from,
+            to,
+            confirmation,
+        } => {
+            out.insert(
+                "type".into(),
+                json!(if *confirmation {
+                    "confirmation"
+                } else {
+                    "transition"
+                }),
+            );
+            out.insert("thread".into(), key(IdKind::Thread, e.thread));
+            out.insert("message".into(), key(IdKind::Message, e.message));
+            out.insert("from_state".into(), json!(from.as_str()));
+            out.insert("to_state".into(), json!(to.as_str()));
+        }
+        Change::Claim { claim, from, to } => {
+            out.insert("type".into(), json!("claim"));
+            out.insert("thread".into(), key(IdKind::Thread, e.thread));
+            out.insert("message".into(), key(IdKind::Message, e.message));
+            out.insert("claim".into(), key(IdKind::Claim, *claim));
+            out.insert("from_status".into(), json!(from));
+            out.insert("to_status".into(), json!(to));
+        }
+    }
+    out.insert(
+        "origin".into(),
+        json!(if e.by_user { "user" } else { "llm" }),
+    );
+    out.insert("identity".into(), json!(e.identity));
+    out.insert("extension".into(), json!(e.extension));
+    out.insert("label".into(), json!(e.label));
+    out.insert("confirmed".into(), json!(e.confirmed));
+    out.insert("at".into(), json!(time::format(e.at)));
+    Value::Object(out)
+}
+
+fn support(s: &Support, with_evidence: bool) -> Value {
+    let mut v = json!({ "message": key(IdKind::Message, s.message), "identity": s.identity, "at": time::format(s.at) });
+    if with_evidence {
+        v["evidence"] = json!(s.evidence);
+    }
+    v
+}
+
+/// A claim (SPEC §10). `refutations` pairs each counter-claim id with its message
+/// and current status, which the caller looks up.
+pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, String)], now: i64) -> Value {
+    json!({
+        "id": key(IdKind::Claim, c.id),
+        "message": key(IdKind::Message, c.message),
+        "thread": key(IdKind::Thread, c.thread),
+        "author": { "identity": c.identity, "extension": c.extension },
+        "text": c.text,
+        "status": c.status,
+        "evidence": c.evidence,
+        "attestations": c.attestations.iter().map(|s| support(s, true)).collect::<Vec<_>>(),
+        "verifications": c.verifications.iter().map(|s| support(s, false)).collect::<Vec<_>>(),
+        "refutations": refutations.iter().map(|(cl, msg, status)| json!({
+            "claim": key(IdKind::Claim, *cl), "message": key(IdKind::Message, *msg), "status": status
+        })).collect::<Vec<_>>(),
+        "refutes": c.refutes.map_or(Value::Null, |r| key(IdKind::Claim, r)),
+        "supersedes": c.supersedes.iter().map(|s| key(IdKind::Claim, *s)).collect::<Vec<_>>(),
+        "superseded_by": c.superseded_by.map_or(Value::Null, |s| key(IdKind::Claim, s)),
+        "valid_until": opt_time(c.valid_until),
+        "expired": c.valid_until.is_some_and(|t| now > t),
+        "created_at": time::format(c.created_at),
+    })
+}

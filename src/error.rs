@@ -1,0 +1,254 @@
+//! The refusal reasons of SPEC §12 and the error types of the library.
+//!
+//! `Reason` is the only place where a reason string or a status code is written;
+//! every binding (C result codes, Python exceptions, HTTP statuses, MCP results)
+//! derives from it.
+
+use serde_json::{json, Map, Value};
+
+macro_rules! reasons {
+    ($($variant:ident = ($name:literal, $status:literal, $summary:literal),)*) => {
+        /// A stable, machine-readable refusal reason (SPEC §12).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Reason {
+            $(#[doc = $summary] $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, in the order of the table of SPEC §12.
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+
+            /// The wire name, e.g. `"invalid_body"`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Reason::$variant => $name,)* }
+            }
+
+            /// The HTTP-style status code of the reason.
+            pub const fn status(self) -> u16 {
+                match self { $(Reason::$variant => $status,)* }
+            }
+
+            /// One sentence saying when the reason is given.
+            pub const fn summary(self) -> &'static str {
+                match self { $(Reason::$variant => $summary,)* }
+            }
+
+            /// The reason with this wire name.
+            pub fn from_name(name: &str) -> Option<Reason> {
+                match name { $($name => Some(Reason::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+reasons! {
+    InvalidBody = ("invalid_body", 400, "The envelope is malformed: not an object, an unknown field, a missing kind or body, a wrong type, a field not allowed for the kind, or a malformed id, identity, extension, time or evidence item."),
+    InvalidArgument = ("invalid_argument", 400, "An argument to a read operation is malformed or out of range."),
+    InvalidCursor = ("invalid_cursor", 400, "The cursor was not issued by this server for this operation."),
+    UnknownKind = ("unknown_kind", 400, "The kind is not a core act nor an act of an enabled profile."),
+    UnsupportedVersion = ("unsupported_version", 400, "The envelope's parley field is not \"1\"."),
+    BodyTooLong = ("body_too_long", 400, "The body has more characters than body_max_chars."),
+    TokenMissing = ("token_missing", 401, "The operation needs a token and none was given."),
+    TokenInvalid = ("token_invalid", 401, "The token is unknown or revoked."),
+    TokenRightMissing = ("token_right_missing", 403, "The token lacks a right the operation needs (named in `right`)."),
+    ThreadAuthorityMissing = ("thread_authority_missing", 403, "The caller lacks authority over the thread: only its creator, a lock holder or a human may do this."),
+    ThreadNotFound = ("thread_not_found", 404, "No thread has this id."),
+    MessageNotFound = ("message_not_found", 404, "No message has this id."),
+    ClaimNotFound = ("claim_not_found", 404, "No claim has this id."),
+    IdentityNotFound = ("identity_not_found", 404, "No token was ever issued to this identity."),
+    PayloadTooLarge = ("payload_too_large", 413, "The request is larger than request_max_bytes."),
+    ThreadClosed = ("thread_closed", 409, "The thread is closed and confirmed (locked): only reopen is accepted."),
+    InvalidTransition = ("invalid_transition", 409, "The state change is not allowed from the thread's current state by this caller."),
+    SelfReply = ("self_reply", 409, "The same identity and extension may not reply to its own message."),
+    RepeatedBody = ("repeated_body", 409, "The body repeats this identity's most recent message in the thread."),
+    SelfAttestation = ("self_attestation", 409, "A claim may not be attested or verified by its own author's identity."),
+    AlreadyAttested = ("already_attested", 409, "This identity has already attested the claim."),
+    ClaimSuperseded = ("claim_superseded", 409, "The claim has been superseded and accepts no attestation, refutation, verification or new supersession."),
+    LimitExceeded = ("limit_exceeded", 409, "A limit of the forum would be exceeded (named in `limit`)."),
+    RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: the request was understood and declined, and nothing was written.
+///
+/// It is a normal outcome of the protocol, not a failure of the library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The stable reason.
+    pub reason: Reason,
+    /// One line for a human (or a model) to read.
+    pub message: String,
+    /// The envelope or argument field at fault, where one is.
+    pub field: Option<String>,
+    /// The missing right, for `token_right_missing`.
+    pub right: Option<String>,
+    /// The limit at stake, for `limit_exceeded` and `body_too_long`.
+    pub limit: Option<String>,
+    /// When a retry may succeed, for `rate_limited`.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl Refusal {
+    /// A refusal with a reason and a message and no extra fields.
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Refusal {
+            reason,
+            message: message.into(),
+            field: None,
+            right: None,
+            limit: None,
+            retry_after_ms: None,
+        }
+    }
+
+    /// Names the field at fault.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// Names the missing right.
+    pub fn with_right(mut self, right: impl Into<String>) -> Self {
+        self.right = Some(right.into());
+        self
+    }
+
+    /// Names the limit at stake.
+    pub fn with_limit(mut self, limit: impl Into<String>) -> Self {
+        self.limit = Some(limit.into());
+        self
+    }
+
+    /// The status code of the reason.
+    pub fn status(&self) -> u16 {
+        self.reason.status()
+    }
+
+    /// The refusal object: `{ "reason", "status", "message", … }`.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("reason".into(), json!(self.reason.as_str()));
+        map.insert("status".into(), json!(self.status()));
+        map.insert("message".into(), json!(self.message));
+        if let Some(field) = &self.field {
+            map.insert("field".into(), json!(field));
+        }
+        if let Some(right) = &self.right {
+            map.insert("right".into(), json!(right));
+        }
+        if let Some(limit) = &self.limit {
+            map.insert("limit".into(), json!(limit));
+        }
+        if let Some(ms) = self.retry_after_ms {
+            map.insert("retry_after_ms".into(), json!(ms));
+        }
+        Value::Object(map)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Everything that can go wrong in a call into the library.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The protocol declined the request (SPEC §12). Nothing was written.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The generic call named an operation that does not exist.
+    #[error("unknown operation `{0}`")]
+    UnknownOperation(String),
+    /// A host-side argument (settings, token spec, JSON text) was malformed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The forum file was written by a newer schema version of this library.
+    #[error("the forum file has schema version {found}; this library reads up to {supported}")]
+    SchemaTooNew {
+        /// The version stored in the file.
+        found: u64,
+        /// The newest version this library understands.
+        supported: u64,
+    },
+    /// The file is not a Parley forum (it holds other redb tables or is damaged).
+    #[error("not a Parley forum file: {0}")]
+    NotAForum(String),
+    /// The storage layer failed (I/O, corruption, a lock held by another process).
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+impl Error {
+    /// The refusal, when this error is one.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Error::Refused(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(refusal: Refusal) -> Self {
+        Error::Refused(refusal)
+    }
+}
+
+macro_rules! storage_errors {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for Error {
+            fn from(err: $ty) -> Self {
+                Error::Storage(err.to_string())
+            }
+        }
+    )*};
+}
+
+storage_errors!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+/// Result of the library's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for reason in Reason::ALL {
+            assert!(seen.insert(reason.as_str()));
+            assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
+        }
+        assert_eq!(Reason::ALL.len(), 24);
+    }
+
+    #[test]
+    fn refusal_json_carries_extras_only_when_set() {
+        let r = Refusal::new(Reason::TokenRightMissing, "needs write").with_right("write");
+        let v = r.to_json();
+        assert_eq!(v["reason"], "token_right_missing");
+        assert_eq!(v["status"], 403);
+        assert_eq!(v["right"], "write");
+        assert!(v.get("field").is_none());
+    }
+}

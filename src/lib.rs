@@ -1,0 +1,53 @@
+//! # Parley — a forum protocol for language models
+//!
+//! This crate is the reference engine of Parley v1: every speech act, turn rule,
+//! state transition, authority check, limit and refusal of the protocol, over the
+//! embedded database [redb]. Hosts embed a [`Forum`], issue tokens to their agents,
+//! and either call the generic entry [`Forum::call`] (JSON in, JSON out, as every
+//! transport does) or use the typed [`Session`] API.
+//!
+//! ```
+//! use parley_forum::{Config, Envelope, Forum, Right, TokenSpec};
+//!
+//! # fn main() -> Result<(), parley_forum::Error> {
+//! let forum = Forum::in_memory(Config::default())?;
+//! let alice = forum.create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))?;
+//! let bob = forum.create_token(&TokenSpec::llm("bob", &[Right::Read, Right::Write]))?;
+//!
+//! // Alice opens a thread with a question; anyone may answer.
+//! let asked = forum.session(&alice).post(&Envelope::new("ask", "Which port does the dev server use?"))?;
+//! let thread = asked.thread.id.clone();
+//!
+//! // Bob answers: the thread becomes `answered` (a proposal), and Alice is due.
+//! let answered = forum
+//!     .session(&bob)
+//!     .post(&Envelope::new("answer", "Port 7878.").thread(&thread))?;
+//! assert_eq!(answered.thread.state, "answered");
+//! assert_eq!(answered.thread.awaiting.unwrap().identity, "ainotes:alice");
+//!
+//! // The same through the generic call, as a transport sees it.
+//! let view = forum.call(Some(&alice), "get_thread", &serde_json::json!({ "thread": thread }))?;
+//! assert_eq!(view["thread"]["message_count"], 2);
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+
+mod config;
+mod engine;
+mod error;
+mod manifest;
+pub mod mcp;
+pub mod protocol;
+mod session;
+pub mod store;
+pub mod time;
+
+pub use config::{Clock, Config, Durability, Limits};
+pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
+pub use engine::{Forum, OPERATIONS};
+pub use error::{Error, Reason, Refusal, Result};
+pub use session::{Envelope, PostResult, Session, ThreadSummary, Turn};
+
+/// The version of this library.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,437 @@
+//! The envelope (SPEC §3): syntax and field rules, checked without storage.
+
+use serde_json::{Map, Value};
+
+use super::acts::Act;
+use super::evidence::{self, Evidence};
+use super::ids::{self, parse_id, IdKind};
+use super::state::State;
+use crate::config::Limits;
+use crate::error::{Reason, Refusal};
+
+/// Fields a client may send on any act.
+const COMMON: [&str; 7] = [
+    "parley",
+    "kind",
+    "body",
+    "thread",
+    "parent",
+    "from",
+    "provenance",
+];
+/// Fields that exist only for some acts.
+const SPECIFIC: [&str; 6] = [
+    "to",
+    "state",
+    "claim",
+    "evidence",
+    "supersedes",
+    "valid_until",
+];
+/// Server-set fields: ignored when a client sends them.
+const SERVER_SET: [&str; 3] = ["id", "author_kind", "created_at"];
+
+/// An envelope that passed every syntax and field rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The act.
+    pub act: Act,
+    /// The thread named, if any.
+    pub thread: Option<u64>,
+    /// The parent named, if any.
+    pub parent: Option<u64>,
+    /// `from.extension`.
+    pub extension: Option<String>,
+    /// The body.
+    pub body: String,
+    /// `provenance`, kept as sent (only `model` and `client`).
+    pub provenance: Option<Map<String, Value>>,
+    /// `to`.
+    pub to: Option<String>,
+    /// `state` (mark).
+    pub state: Option<State>,
+    /// `claim` (attest, refute, verify).
+    pub claim: Option<u64>,
+    /// `evidence`.
+    pub evidence: Vec<Evidence>,
+    /// `supersedes` (assert).
+    pub supersedes: Vec<u64>,
+    /// `valid_until` (assert), in ms since the epoch.
+    pub valid_until: Option<i64>,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> Refusal {
+    Refusal::new(Reason::InvalidBody, message).with_field(field)
+}
+
+/// `null` counts as absent for optional fields.
+fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+fn allowed_for(act: Act, field: &str) -> bool {
+    match field {
+        "to" => matches!(act, Act::Ask | Act::Handoff | Act::Reopen),
+        "state" => act == Act::Mark,
+        "claim" => act.names_claim(),
+        "evidence" => matches!(act, Act::Assert | Act::Attest | Act::Refute | Act::Verify),
+        "supersedes" | "valid_until" => act == Act::Assert,
+        _ => true,
+    }
+}
+
+fn string<'a>(value: &'a Value, field: &str) -> Result<&'a str, Refusal> {
+    value
+        .as_str()
+        .ok_or_else(|| invalid(field, format!("`{field}` must be a string")))
+}
+
+fn id(kind: IdKind, value: &Value, field: &str) -> Result<u64, Refusal> {
+    parse_id(kind, value).ok_or_else(|| {
+        invalid(
+            field,
+            format!(
+                "`{field}` must be a {}<n> key or a positive integer",
+                kind.prefix()
+            ),
+        )
+    })
+}
+
+/// Checks an envelope in the order of SPEC §12.1's 400 group: object, version, kind,
+/// unknown fields, fields of the kind, required fields, each field's form, body.
+pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked, Refusal> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object"))?;
+
+    if let Some(version) = obj.get("parley") {
+        if version.as_str() != Some("1") {
+            return Err(Refusal::new(
+                Reason::UnsupportedVersion,
+                format!("parley version {version} is not supported; send \"1\""),
+            )
+            .with_field("parley"));
+        }
+    }
+
+    let kind = match obj.get("kind") {
+        None | Some(Value::Null) => return Err(invalid("kind", "the envelope needs a `kind`")),
+        Some(v) => string(v, "kind")?,
+    };
+    let act = Act::from_kind(kind, dialectic).ok_or_else(|| {
+        Refusal::new(
+            Reason::UnknownKind,
+            format!("`{kind}` is not a speech act of this forum"),
+        )
+        .with_field("kind")
+    })?;
+
+    for key in obj.keys() {
+        let k = key.as_str();
+        if !(COMMON.contains(&k) || SPECIFIC.contains(&k) || SERVER_SET.contains(&k)) {
+            return Err(invalid(k, format!("unknown field `{k}`")));
+        }
+    }
+    for key in SPECIFIC {
+        if present(obj, key).is_some() && !allowed_for(act, key) {
+            return Err(invalid(key, format!("`{key}` is not allowed on `{kind}`")));
+        }
+    }
+    for key in act.spec().required {
+        if present(obj, key).is_none() {
+            return Err(invalid(key, format!("`{kind}` needs `{key}`")));
+        }
+    }
+
+    let thread = present(obj, "thread")
+        .map(|v| id(IdKind::Thread, v, "thread"))
+        .transpose()?;
+    let parent = present(obj, "parent")
+        .map(|v| id(IdKind::Message, v, "parent"))
+        .transpose()?;
+    let extension = check_from(obj, limits)?;
+    let provenance = check_provenance(obj, limits)?;
+
+    let to = match present(obj, "to") {
+        None => None,
+        Some(v) => {
+            let to = string(v, "to")?;
+            if !ids::is_identity(to) {
+                return Err(invalid(
+                    "to",
+                    format!("`to` must be an identity like realm:handle, not `{to}`"),
+                ));
+            }
+            Some(to.to_string())
+        }
+    };
+    let state = match present(obj, "state") {
+        None => None,
+        Some(v) => {
+            let name = string(v, "state")?;
+            Some(
+                State::from_name(name)
+                    .ok_or_else(|| invalid("state", format!("`{name}` is not a state")))?,
+            )
+        }
+    };
+    let claim = present(obj, "claim")
+        .map(|v| id(IdKind::Claim, v, "claim"))
+        .transpose()?;
+    if thread.is_none() && parent.is_none() && !act.may_open_thread() && !act.names_claim() {
+        return Err(invalid(
+            "thread",
+            format!("`{kind}` cannot open a thread: give `thread` or `parent`"),
+        ));
+    }
+    let evidence = check_evidence(obj, act, limits)?;
+    let supersedes = check_supersedes(obj, limits)?;
+    let valid_until = match present(obj, "valid_until") {
+        None => None,
+        Some(v) => Some(
+            crate::time::parse(string(v, "valid_until")?)
+                .ok_or_else(|| invalid("valid_until", "`valid_until` must be an RFC 3339 time"))?,
+        ),
+    };
+
+    let body = string(obj.get("body").unwrap_or(&Value::Null), "body")?;
+    if body.trim().is_empty() {
+        return Err(invalid("body", "the body must not be empty"));
+    }
+    if body.chars().count() > limits.body_max_chars {
+        return Err(Refusal::new(
+            Reason::BodyTooLong,
+            format!(
+                "the body has {} characters; at most {} are allowed",
+                body.chars().count(),
+                limits.body_max_chars
+            ),
+        )
+        .with_field("body")
+        .with_limit("body_max_chars"));
+    }
+
+    Ok(Checked {
+        act,
+        thread,
+        parent,
+        extension,
+        body: body.to_string(),
+        provenance,
+        to,
+        state,
+        claim,
+        evidence,
+        supersedes,
+        valid_until,
+    })
+}
+
+fn check_from(obj: &Map<String, Value>, limits: &Limits) -> Result<Option<String>, Refusal> {
+    let Some(from) = present(obj, "from") else {
+        return Ok(None);
+    };
+    let from = from
+        .as_object()
+        .ok_or_else(|| invalid("from", "`from` must be an object"))?;
+    for key in from.keys() {
+        if key != "extension" && key != "identity" {
+            return Err(invalid(
+                &format!("from.{key}"),
+                format!("unknown field `from.{key}`"),
+            ));
+        }
+    }
+    match present(from, "extension") {
+        None => Ok(None),
+        Some(v) => {
+            let ext = string(v, "from.extension")?;
+            if !ids::is_extension(ext, limits.extension_max_chars) {
+                return Err(invalid(
+                    "from.extension",
+                    format!(
+                        "an extension is 1-{} characters of [A-Za-z0-9._-]",
+                        limits.extension_max_chars
+                    ),
+                ));
+            }
+            Ok(Some(ext.to_string()))
+        }
+    }
+}
+
+fn check_provenance(
+    obj: &Map<String, Value>,
+    limits: &Limits,
+) -> Result<Option<Map<String, Value>>, Refusal> {
+    let Some(prov) = present(obj, "provenance") else {
+        return Ok(None);
+    };
+    let prov = prov
+        .as_object()
+        .ok_or_else(|| invalid("provenance", "`provenance` must be an object"))?;
+    let mut kept = Map::new();
+    for (key, value) in prov {
+        let field = format!("provenance.{key}");
+        if key != "model" && key != "client" {
+            return Err(invalid(&field, format!("unknown field `{field}`")));
+        }
+        if value.is_null() {
+            continue;
+        }
+        let text = string(value, &field)?;
+        if text.chars().count() > limits.provenance_max_chars {
+            return Err(invalid(
+                &field,
+                format!(
+                    "`{field}` is longer than {} characters",
+                    limits.provenance_max_chars
+                ),
+            )
+            .with_limit("provenance_max_chars"));
+        }
+        kept.insert(key.clone(), value.clone());
+    }
+    Ok(Some(kept))
+}
+
+fn check_evidence(
+    obj: &Map<String, Value>,
+    act: Act,
+    limits: &Limits,
+) -> Result<Vec<Evidence>, Refusal> {
+    let Some(list) = present(obj, "evidence") else {
+        return Ok(Vec::new());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| invalid("evidence", "`evidence` must be an array"))?;
+    if list.len() > limits.evidence_max {
+        return Err(invalid(
+            "evidence",
+            format!("at most {} evidence items", limits.evidence_max),
+        )
+        .with_limit("evidence_max"));
+    }
+    if list.is_empty() && matches!(act, Act::Attest | Act::Refute) {
+        return Err(invalid(
+            "evidence",
+            format!("`{}` needs at least one evidence item", act.kind()),
+        ));
+    }
+    list.iter()
+        .map(|item| {
+            evidence::parse(item, limits.evidence_ref_max_chars).map_err(|m| invalid("evidence", m))
+        })
+        .collect()
+}
+
+fn check_supersedes(obj: &Map<String, Value>, limits: &Limits) -> Result<Vec<u64>, Refusal> {
+    let Some(list) = present(obj, "supersedes") else {
+        return Ok(Vec::new());
+    };
+    let list = list
+        .as_array()
+        .ok_or_else(|| invalid("supersedes", "`supersedes` must be an array of claim ids"))?;
+    if list.len() > limits.supersedes_max {
+        return Err(invalid(
+            "supersedes",
+            format!("at most {} superseded claims", limits.supersedes_max),
+        )
+        .with_limit("supersedes_max"));
+    }
+    let mut ids = Vec::with_capacity(list.len());
+    for item in list {
+        let n = id(IdKind::Claim, item, "supersedes")?;
+        if !ids.contains(&n) {
+            ids.push(n);
+        }
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reason(v: Value) -> Reason {
+        check(&v, &Limits::default(), true).unwrap_err().reason
+    }
+
+    #[test]
+    fn accepts_the_seed_example() {
+        let c = check(
+            &json!({"parley": "1", "kind": "answer", "thread": "th_1042", "parent": "msg_88",
+                    "from": {"extension": "worker-2", "identity": "ignored"}, "body": "Answer",
+                    "provenance": {"model": "m", "client": "c"}, "id": "msg_1", "created_at": "x"}),
+            &Limits::default(),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.thread, c.parent, c.extension.as_deref()),
+            (Some(1042), Some(88), Some("worker-2"))
+        );
+    }
+
+    #[test]
+    fn refusals_in_order() {
+        assert_eq!(reason(json!([])), Reason::InvalidBody);
+        assert_eq!(
+            reason(json!({"parley": "2", "kind": "nope"})),
+            Reason::UnsupportedVersion
+        );
+        assert_eq!(reason(json!({"body": "x"})), Reason::InvalidBody);
+        assert_eq!(
+            reason(json!({"kind": "vote", "body": "x"})),
+            Reason::UnknownKind
+        );
+        assert_eq!(
+            reason(json!({"kind": "ask", "body": "x", "color": 1})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "note", "body": "x", "to": "ainotes:a"})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "handoff", "body": "x", "thread": 1})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "ask", "body": "   "})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "ask", "body": "x".repeat(501)})),
+            Reason::BodyTooLong
+        );
+        assert_eq!(
+            reason(json!({"kind": "ask", "body": "x", "thread": "msg_3"})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "ask", "body": "x", "from": {"extension": "a b"}})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "attest", "body": "x", "claim": "cl_1", "evidence": []})),
+            Reason::InvalidBody
+        );
+        assert_eq!(
+            reason(json!({"kind": "mark", "body": "x", "thread": 1, "state": "done"})),
+            Reason::InvalidBody
+        );
+    }
+
+    #[test]
+    fn body_counts_scalar_values() {
+        let limits = Limits {
+            body_max_chars: 3,
+            ..Limits::default()
+        };
+        assert!(check(&json!({"kind": "ask", "body": "äöü"}), &limits, true).is_ok());
+    }
+}

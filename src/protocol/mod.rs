@@ -1,0 +1,8 @@
+//! The pure protocol: acts, envelope rules, turn, states, authority and claims.
+//! Nothing here touches storage; the engine feeds it records and applies its verdicts.
+
+pub mod acts;
+pub mod envelope;
+pub mod evidence;
+pub mod ids;
+pub mod state;

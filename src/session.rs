@@ -1,0 +1,235 @@
+//! The typed Rust API: an [`Envelope`] builder and a [`Session`] bound to a token.
+//! It goes through the same generic call as every transport, so the engine's checks
+//! are the only ones.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::Forum;
+
+/// One envelope to post (SPEC §3), built field by field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope(Map<String, Value>);
+
+impl Envelope {
+    /// An envelope of `kind` with `body`.
+    pub fn new(kind: &str, body: &str) -> Self {
+        let mut map = Map::new();
+        map.insert("parley".into(), json!("1"));
+        map.insert("kind".into(), json!(kind));
+        map.insert("body".into(), json!(body));
+        Envelope(map)
+    }
+
+    fn with(mut self, key: &str, value: Value) -> Self {
+        self.0.insert(key.into(), value);
+        self
+    }
+
+    /// The thread (`th_…` or its number).
+    pub fn thread(self, id: &str) -> Self {
+        self.with("thread", json!(id))
+    }
+
+    /// The parent message (`msg_…`).
+    pub fn parent(self, id: &str) -> Self {
+        self.with("parent", json!(id))
+    }
+
+    /// Who is due next (`ask`, `handoff`, `reopen`).
+    pub fn to(self, identity: &str) -> Self {
+        self.with("to", json!(identity))
+    }
+
+    /// The state to mark (`mark`).
+    pub fn state(self, state: &str) -> Self {
+        self.with("state", json!(state))
+    }
+
+    /// The claim named (`attest`, `refute`, `verify`).
+    pub fn claim(self, id: &str) -> Self {
+        self.with("claim", json!(id))
+    }
+
+    /// The sub-agent speaking (`from.extension`).
+    pub fn extension(self, extension: &str) -> Self {
+        self.with("from", json!({ "extension": extension }))
+    }
+
+    /// Adds one evidence pointer.
+    pub fn evidence(mut self, kind: &str, reference: &str) -> Self {
+        let list = self.0.entry("evidence").or_insert_with(|| json!([]));
+        if let Value::Array(items) = list {
+            items.push(json!({ "kind": kind, "ref": reference }));
+        }
+        self
+    }
+
+    /// Adds a claim this `assert` supersedes.
+    pub fn supersedes(mut self, claim: &str) -> Self {
+        let list = self.0.entry("supersedes").or_insert_with(|| json!([]));
+        if let Value::Array(items) = list {
+            items.push(json!(claim));
+        }
+        self
+    }
+
+    /// Expiry of an asserted claim (RFC 3339).
+    pub fn valid_until(self, time: &str) -> Self {
+        self.with("valid_until", json!(time))
+    }
+
+    /// Which model and client wrote it.
+    pub fn provenance(self, model: &str, client: &str) -> Self {
+        self.with("provenance", json!({ "model": model, "client": client }))
+    }
+
+    /// The envelope as JSON.
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+}
+
+/// Who is due (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Turn {
+    /// An identity or `"*"`.
+    pub identity: String,
+    /// The awaited extension, or `None` for any.
+    pub extension: Option<String>,
+    /// The message that set the turn.
+    pub message: String,
+}
+
+/// A thread summary (SPEC §8.2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ThreadSummary {
+    /// `th_…`.
+    pub id: String,
+    /// First line of the root body.
+    pub topic: String,
+    /// The state.
+    pub state: String,
+    /// `user` or `llm`.
+    pub state_origin: String,
+    /// `None` while the state is a proposal.
+    pub state_confirmed_at: Option<String>,
+    /// `KI · <label>` for lock-right changes.
+    pub state_label: Option<String>,
+    /// Closed and confirmed.
+    pub locked: bool,
+    /// Who is due.
+    pub awaiting: Option<Turn>,
+    /// Messages, root included.
+    pub message_count: u64,
+}
+
+/// What a successful post returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostResult {
+    /// The new message's id.
+    pub message_id: String,
+    /// The thread after the post.
+    pub thread: ThreadSummary,
+    /// State and claim events the post caused.
+    pub events: Vec<Value>,
+    /// The claim it created (`assert`, `refute`).
+    pub claim: Option<Value>,
+    /// The whole result, as the generic call returns it.
+    pub raw: Value,
+}
+
+/// A caller bound to a token (and optionally one extension).
+#[derive(Debug, Clone)]
+pub struct Session<'f> {
+    forum: &'f Forum,
+    token: String,
+    extension: Option<String>,
+}
+
+fn typed<T: for<'de> Deserialize<'de>>(value: &Value) -> Result<T> {
+    T::deserialize(value).map_err(|e| Error::Storage(format!("unexpected result shape: {e}")))
+}
+
+impl Forum {
+    /// A session for the holder of `token`.
+    pub fn session(&self, token: &str) -> Session<'_> {
+        Session {
+            forum: self,
+            token: token.to_string(),
+            extension: None,
+        }
+    }
+}
+
+impl Session<'_> {
+    /// Speaks as sub-agent `extension` (sets `from.extension` on every post and
+    /// filters the inbox).
+    pub fn with_extension(mut self, extension: &str) -> Self {
+        self.extension = Some(extension.to_string());
+        self
+    }
+
+    fn call(&self, operation: &str, args: Value) -> Result<Value> {
+        self.forum.call(Some(&self.token), operation, &args)
+    }
+
+    /// Posts an envelope.
+    pub fn post(&self, envelope: &Envelope) -> Result<PostResult> {
+        let mut env = envelope.to_json();
+        if let (Some(ext), Value::Object(map)) = (&self.extension, &mut env) {
+            map.entry("from")
+                .or_insert_with(|| json!({ "extension": ext }));
+        }
+        let raw = self.call("post", env)?;
+        let events = match (raw.get("event"), raw.get("events")) {
+            (Some(e), _) => vec![e.clone()],
+            (None, Some(Value::Array(list))) => list.clone(),
+            _ => Vec::new(),
+        };
+        Ok(PostResult {
+            message_id: raw["message"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            thread: typed(&raw["thread"])?,
+            events,
+            claim: raw.get("claim").cloned(),
+            raw,
+        })
+    }
+
+    /// A thread with its messages as a tree.
+    pub fn thread(&self, id: &str) -> Result<Value> {
+        self.call("get_thread", json!({ "thread": id }))
+    }
+
+    /// Threads waiting for this caller; `since` is a cursor from an earlier page.
+    pub fn inbox(&self, since: Option<&str>) -> Result<Value> {
+        self.call(
+            "get_inbox",
+            json!({ "since": since, "extension": self.extension }),
+        )
+    }
+
+    /// State and claim events, of one thread or all.
+    pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Value> {
+        self.call("get_events", json!({ "thread": thread, "since": since }))
+    }
+
+    /// Thread summaries by last activity, optionally of one state.
+    pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Value> {
+        self.call("list_threads", json!({ "state": state, "since": since }))
+    }
+
+    /// A claim and its status (dialectic profile).
+    pub fn claim(&self, id: &str) -> Result<Value> {
+        self.call("get_claim", json!({ "claim": id }))
+    }
+
+    /// Identity, kind, rights, label and realm of the token.
+    pub fn whoami(&self) -> Result<Value> {
+        self.call("whoami", json!({}))
+    }
+}

@@ -1,0 +1,103 @@
+//! The engine's storage interface, and its embedded backend over redb.
+//!
+//! The protocol logic sees only these traits: read records, scan an index from a
+//! position, and apply the writes of one post inside one transaction. A backend
+//! commits a [`WriteTx`] whole or not at all.
+
+pub mod records;
+mod redb_store;
+mod tables;
+
+pub use redb_store::{check_integrity, RedbStore};
+
+use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
+
+use crate::error::Result;
+use crate::protocol::ids::IdKind;
+use crate::protocol::state::State;
+
+/// Whether a scan goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Visit the next entry.
+    Continue,
+    /// Stop here.
+    Stop,
+}
+
+/// A visitor of index entries: `(position, thread)`.
+pub type Visit<'a> = &'a mut dyn FnMut(u64, u64) -> Result<Flow>;
+
+/// Reads, from a snapshot or from inside a write transaction.
+pub trait ReadTx {
+    /// The highest id of this kind issued so far (0 when none).
+    fn last_id(&self, kind: IdKind) -> Result<u64>;
+    /// A token by its key (a prefix of the SHA-256 of its secret).
+    fn token(&self, key: &[u8]) -> Result<Option<TokenRec>>;
+    /// An identity.
+    fn identity(&self, identity: &str) -> Result<Option<IdentityRec>>;
+    /// Every identity, in name order.
+    fn identities(&self) -> Result<Vec<(String, IdentityRec)>>;
+    /// A thread.
+    fn thread(&self, id: u64) -> Result<Option<ThreadRec>>;
+    /// A message.
+    fn message(&self, id: u64) -> Result<Option<MessageRec>>;
+    /// The messages of a thread, in creation order.
+    fn thread_messages(&self, thread: u64) -> Result<Vec<MessageRec>>;
+    /// A claim.
+    fn claim(&self, id: u64) -> Result<Option<ClaimRec>>;
+    /// An event.
+    fn event(&self, id: u64) -> Result<Option<EventRec>>;
+    /// The latest message of `identity` in `thread`.
+    fn last_message_by(&self, thread: u64, identity: &str) -> Result<Option<u64>>;
+    /// Times of the writes of `identity` at or after `since` (ms), oldest first.
+    fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>>;
+    /// Turn index: threads awaiting `identity` (or `"*"`), by turn-setting message
+    /// id, from positions greater than `after`.
+    fn scan_turns(&self, identity: &str, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// Activity index: threads by their latest message id, greater than `after`,
+    /// optionally of one state only.
+    fn scan_activity(&self, state: Option<State>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// Event index: `(event id, thread)` greater than `after`, of one thread or all.
+    fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+}
+
+/// The writes of one post (or one token change), applied atomically on commit.
+pub trait WriteTx: ReadTx {
+    /// Issues the next id of a kind.
+    fn next_id(&mut self, kind: IdKind) -> Result<u64>;
+    /// Stores a token record.
+    fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()>;
+    /// Stores an identity record.
+    fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()>;
+    /// Stores a thread; `before` is its previous record, so the turn and activity
+    /// indexes can drop its old positions.
+    fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()>;
+    /// Stores a new message and notes it as its author's latest in the thread.
+    fn put_message(&mut self, message: &MessageRec) -> Result<()>;
+    /// Stores a claim.
+    fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;
+    /// Stores an event and indexes it by thread.
+    fn put_event(&mut self, event: &EventRec) -> Result<()>;
+    /// Records a write of an llm identity for the rate limit, and forgets the ones
+    /// before `forget_before`.
+    fn record_write(
+        &mut self,
+        identity: &str,
+        message: u64,
+        at: i64,
+        forget_before: i64,
+    ) -> Result<()>;
+    /// Makes every write durable (or visible, when volatile). Consumes the transaction.
+    fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// A storage backend: snapshots for reads, one writer at a time.
+pub trait Store: Send + Sync {
+    /// A consistent snapshot.
+    fn read(&self) -> Result<Box<dyn ReadTx + '_>>;
+    /// The one write transaction; blocks while another is open.
+    fn write(&self) -> Result<Box<dyn WriteTx + '_>>;
+    /// A 64-bit secret of this forum, for signing cursors.
+    fn cursor_key(&self) -> u64;
+}

@@ -1,0 +1,239 @@
+//! What the engine stores: one record type per table, encoded as JSON.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::protocol::evidence::Evidence;
+use crate::protocol::state::State;
+
+/// A token, found by the first half of the SHA-256 of its secret.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenRec {
+    /// Hex SHA-256 of the secret, compared in constant time.
+    pub digest: String,
+    /// `<realm>:<handle>` or `human:<name>`.
+    pub identity: String,
+    /// `true` for a human token.
+    pub human: bool,
+    /// Rights of an llm token (a human holds all).
+    pub rights: Vec<String>,
+    /// Shown as `KI · <label>`.
+    pub label: String,
+    /// Revoked tokens stay, so that revocation is final.
+    pub revoked: bool,
+    /// When it was issued.
+    pub created_at: i64,
+}
+
+/// An identity the forum has issued a token to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdentityRec {
+    /// `true` for a human.
+    pub human: bool,
+    /// Label of the newest token.
+    pub label: String,
+    /// Tokens issued, revoked ones included.
+    pub tokens: u64,
+    /// Tokens revoked.
+    pub revoked: u64,
+    /// First issue.
+    pub created_at: i64,
+}
+
+/// Who is due (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Awaiting {
+    /// An identity or `"*"`.
+    pub identity: String,
+    /// The awaited extension, or `None` for any.
+    pub extension: Option<String>,
+    /// The message that set the turn.
+    pub message: u64,
+}
+
+/// A thread and its summary fields.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadRec {
+    /// `th_<id>`.
+    pub id: u64,
+    /// The root message.
+    pub root: u64,
+    /// First line of the root body, at most 80 characters.
+    pub topic: String,
+    /// Creator identity.
+    pub creator: String,
+    /// Creator extension.
+    pub creator_extension: Option<String>,
+    /// The state.
+    pub state: State,
+    /// `true` when set by a human (`state_origin = user`).
+    pub state_by_user: bool,
+    /// When the state was confirmed; `None` while a proposal.
+    pub state_confirmed_at: Option<i64>,
+    /// `KI · <label>` when set through the lock right.
+    pub state_label: Option<String>,
+    /// Who is due.
+    pub awaiting: Option<Awaiting>,
+    /// Messages, root included.
+    pub message_count: u64,
+    /// Creation time.
+    pub created_at: i64,
+    /// Time of the latest message.
+    pub updated_at: i64,
+    /// Id of the latest message: the thread's position in the activity index.
+    pub last_message: u64,
+}
+
+impl ThreadRec {
+    /// Closed and confirmed.
+    pub fn locked(&self) -> bool {
+        self.state == State::Closed && self.state_confirmed_at.is_some()
+    }
+}
+
+/// A message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MessageRec {
+    /// `msg_<id>`.
+    pub id: u64,
+    /// The act's wire name.
+    pub kind: String,
+    /// Its thread.
+    pub thread: u64,
+    /// Its parent; `None` for a root.
+    pub parent: Option<u64>,
+    /// Depth in the tree; the root is 0.
+    pub depth: u32,
+    /// Author identity.
+    pub identity: String,
+    /// Author extension.
+    pub extension: Option<String>,
+    /// `true` when written with a human token.
+    pub human: bool,
+    /// The body.
+    pub body: String,
+    /// Creation time.
+    pub created_at: i64,
+    /// `to`, when sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `state`, on mark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    /// `provenance`, when sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Map<String, Value>>,
+    /// The claim it created (assert) or names (attest, refute, verify).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<u64>,
+    /// The counter-claim a refute created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter_claim: Option<u64>,
+    /// Evidence items.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+    /// Claims an assert supersedes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<u64>,
+    /// An assert's expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<i64>,
+}
+
+/// An attestation or a verification of a claim.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Support {
+    /// The attest or verify message.
+    pub message: u64,
+    /// Who gave it.
+    pub identity: String,
+    /// Its evidence.
+    pub evidence: Vec<Evidence>,
+    /// When.
+    pub at: i64,
+}
+
+/// A claim of the dialectic profile, with its derived status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClaimRec {
+    /// `cl_<id>`.
+    pub id: u64,
+    /// The assert or refute message that made it.
+    pub message: u64,
+    /// Its thread.
+    pub thread: u64,
+    /// Author identity.
+    pub identity: String,
+    /// Author extension.
+    pub extension: Option<String>,
+    /// The claim's text.
+    pub text: String,
+    /// Derived status (SPEC §10), stored.
+    pub status: String,
+    /// Its evidence.
+    pub evidence: Vec<Evidence>,
+    /// Attestations, oldest first.
+    pub attestations: Vec<Support>,
+    /// Verifications, oldest first.
+    pub verifications: Vec<Support>,
+    /// Counter-claims refuting it, oldest first.
+    pub refutations: Vec<u64>,
+    /// The claim this counter-claim refutes.
+    pub refutes: Option<u64>,
+    /// Claims it supersedes.
+    pub supersedes: Vec<u64>,
+    /// The claim that superseded it.
+    pub superseded_by: Option<u64>,
+    /// Expiry.
+    pub valid_until: Option<i64>,
+    /// Creation time.
+    pub created_at: i64,
+}
+
+/// What an event records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Change {
+    /// A state transition (`from == to` for a confirmation).
+    State {
+        /// Before.
+        from: State,
+        /// After.
+        to: State,
+        /// `true` for a confirmation event.
+        confirmation: bool,
+    },
+    /// A claim status change.
+    Claim {
+        /// The claim.
+        claim: u64,
+        /// Before.
+        from: String,
+        /// After.
+        to: String,
+    },
+}
+
+/// An event (SPEC §8.4).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventRec {
+    /// `ev_<id>`.
+    pub id: u64,
+    /// Its thread.
+    pub thread: u64,
+    /// The message that caused it.
+    pub message: u64,
+    /// What changed.
+    pub change: Change,
+    /// `true` for `origin = user`.
+    pub by_user: bool,
+    /// Who.
+    pub identity: String,
+    /// Their extension.
+    pub extension: Option<String>,
+    /// `KI · <label>` when made through the lock right.
+    pub label: Option<String>,
+    /// Whether the resulting state is confirmed.
+    pub confirmed: bool,
+    /// When.
+    pub at: i64,
+}

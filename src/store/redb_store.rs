@@ -1,0 +1,494 @@
+//! The embedded backend: one redb file (or redb's in-memory backend).
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
+use super::tables::*;
+use super::{Flow, ReadTx, Store, Visit, WriteTx};
+use crate::config::Durability;
+use crate::error::{Error, Result};
+use crate::protocol::ids::IdKind;
+use crate::protocol::state::State;
+
+/// A forum stored in redb.
+pub struct RedbStore {
+    db: Database,
+    durability: Durability,
+    cursor_key: u64,
+}
+
+fn counter(kind: IdKind) -> &'static str {
+    match kind {
+        IdKind::Thread => "last_thread",
+        IdKind::Message => "last_message",
+        IdKind::Claim => "last_claim",
+        IdKind::Event => "last_event",
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| Error::Storage(format!("encoding a record: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| Error::Storage(format!("a stored record is unreadable: {e}")))
+}
+
+impl RedbStore {
+    /// Creates or opens the forum file at `path`.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self> {
+        let db = Database::builder().create(path).map_err(|e| match e {
+            redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+                Error::Storage(format!("cannot open {}: {io}", path.display()))
+            }
+            other => Error::Storage(format!("cannot open {}: {other}", path.display())),
+        })?;
+        Self::init(db, durability)
+    }
+
+    /// A forum that lives in memory and vanishes with it.
+    pub fn in_memory() -> Result<Self> {
+        let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
+        Self::init(db, Durability::Volatile)
+    }
+
+    fn init(db: Database, durability: Durability) -> Result<Self> {
+        let txn = db.begin_write()?;
+        let cursor_key;
+        {
+            let mut meta = txn.open_table(META)?;
+            let version = meta.get("schema_version")?.map(|v| v.value());
+            match version {
+                Some(found) if found > SCHEMA_VERSION => {
+                    return Err(Error::SchemaTooNew {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    drop(meta);
+                    let foreign = txn.list_tables()?.any(|t| t.name() != META.name());
+                    if foreign {
+                        return Err(Error::NotAForum(
+                            "the file holds tables of another application".into(),
+                        ));
+                    }
+                    meta = txn.open_table(META)?;
+                    meta.insert("schema_version", SCHEMA_VERSION)?;
+                    let mut key = [0u8; 8];
+                    getrandom::fill(&mut key)
+                        .map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+                    meta.insert("cursor_key", u64::from_le_bytes(key))?;
+                }
+            }
+            cursor_key = meta.get("cursor_key")?.map(|v| v.value()).unwrap_or(0);
+        }
+        // Every table exists from the start, so reads never meet a missing one.
+        txn.open_table(TOKENS)?;
+        txn.open_table(IDENTITIES)?;
+        txn.open_table(THREADS)?;
+        txn.open_table(MESSAGES)?;
+        txn.open_table(MESSAGE_THREAD)?;
+        txn.open_table(CLAIMS)?;
+        txn.open_table(EVENTS)?;
+        txn.open_table(THREAD_EVENTS)?;
+        txn.open_table(TURNS)?;
+        txn.open_table(ACTIVITY)?;
+        txn.open_table(ACTIVITY_BY_STATE)?;
+        txn.open_table(LAST_BY)?;
+        txn.open_table(WRITES)?;
+        txn.commit()?;
+        Ok(RedbStore {
+            db,
+            durability,
+            cursor_key,
+        })
+    }
+}
+
+/// Runs redb's integrity check (checksums of every page) on a closed forum file,
+/// and then checks that it is a Parley forum this library can read.
+pub fn check_integrity(path: &Path) -> Result<bool> {
+    let mut db = Database::open(path)?;
+    let ok = db.check_integrity()?;
+    drop(db);
+    RedbStore::open(path, Durability::Durable)?;
+    Ok(ok)
+}
+
+impl Store for RedbStore {
+    fn read(&self) -> Result<Box<dyn ReadTx + '_>> {
+        Ok(Box::new(Snapshot(self.db.begin_read()?)))
+    }
+
+    fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
+        let mut txn = self.db.begin_write()?;
+        if self.durability == Durability::Volatile {
+            txn.set_durability(redb::Durability::None)?;
+        }
+        Ok(Box::new(Writer(txn)))
+    }
+
+    fn cursor_key(&self) -> u64 {
+        self.cursor_key
+    }
+}
+
+struct Snapshot(redb::ReadTransaction);
+struct Writer(redb::WriteTransaction);
+
+impl Snapshot {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<redb::ReadOnlyTable<K, V>> {
+        Ok(self.0.open_table(def)?)
+    }
+}
+
+impl Writer {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<redb::Table<'_, K, V>> {
+        Ok(self.0.open_table(def)?)
+    }
+}
+
+fn get_json<T: DeserializeOwned>(
+    table: &impl ReadableTable<u64, &'static [u8]>,
+    id: u64,
+) -> Result<Option<T>> {
+    match table.get(id)? {
+        Some(guard) => Ok(Some(decode(guard.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// One implementation of the reads for snapshots and writers alike.
+macro_rules! impl_read {
+    ($ty:ty) => {
+        impl ReadTx for $ty {
+            fn last_id(&self, kind: IdKind) -> Result<u64> {
+                Ok(self
+                    .table(META)?
+                    .get(counter(kind))?
+                    .map(|v| v.value())
+                    .unwrap_or(0))
+            }
+
+            fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
+                match self.table(TOKENS)?.get(key)? {
+                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {
+                match self.table(IDENTITIES)?.get(identity)? {
+                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn identities(&self) -> Result<Vec<(String, IdentityRec)>> {
+                let table = self.table(IDENTITIES)?;
+                let mut out = Vec::new();
+                for entry in table.iter()? {
+                    let (k, v) = entry?;
+                    out.push((k.value().to_string(), decode(v.value())?));
+                }
+                Ok(out)
+            }
+
+            fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
+                get_json(&self.table(THREADS)?, id)
+            }
+
+            fn message(&self, id: u64) -> Result<Option<MessageRec>> {
+                let Some(thread) = self.table(MESSAGE_THREAD)?.get(id)?.map(|v| v.value()) else {
+                    return Ok(None);
+                };
+                match self.table(MESSAGES)?.get((thread, id))? {
+                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn thread_messages(&self, thread: u64) -> Result<Vec<MessageRec>> {
+                let table = self.table(MESSAGES)?;
+                let mut out = Vec::new();
+                for entry in table.range((thread, 0)..=(thread, u64::MAX))? {
+                    out.push(decode(entry?.1.value())?);
+                }
+                Ok(out)
+            }
+
+            fn claim(&self, id: u64) -> Result<Option<ClaimRec>> {
+                get_json(&self.table(CLAIMS)?, id)
+            }
+
+            fn event(&self, id: u64) -> Result<Option<EventRec>> {
+                get_json(&self.table(EVENTS)?, id)
+            }
+
+            fn last_message_by(&self, thread: u64, identity: &str) -> Result<Option<u64>> {
+                Ok(self
+                    .table(LAST_BY)?
+                    .get((thread, identity))?
+                    .map(|v| v.value()))
+            }
+
+            fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>> {
+                let table = self.table(WRITES)?;
+                let mut out = Vec::new();
+                for entry in table.range((identity, 0)..=(identity, u64::MAX))? {
+                    let at = entry?.1.value();
+                    if at >= since {
+                        out.push(at);
+                    }
+                }
+                out.sort_unstable();
+                Ok(out)
+            }
+
+            fn scan_turns(&self, identity: &str, after: u64, visit: Visit<'_>) -> Result<()> {
+                let table = self.table(TURNS)?;
+                for entry in
+                    table.range((identity, after.saturating_add(1))..=(identity, u64::MAX))?
+                {
+                    let (k, v) = entry?;
+                    if visit(k.value().1, v.value())? == Flow::Stop {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+
+            fn scan_activity(
+                &self,
+                state: Option<State>,
+                after: u64,
+                visit: Visit<'_>,
+            ) -> Result<()> {
+                let from = after.saturating_add(1);
+                match state {
+                    None => {
+                        let table = self.table(ACTIVITY)?;
+                        for entry in table.range(from..)? {
+                            let (k, v) = entry?;
+                            if visit(k.value(), v.value())? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                    Some(state) => {
+                        let table = self.table(ACTIVITY_BY_STATE)?;
+                        let code = state.code();
+                        for entry in table.range((code, from)..=(code, u64::MAX))? {
+                            let (k, v) = entry?;
+                            if visit(k.value().1, v.value())? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+
+            fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
+                let from = after.saturating_add(1);
+                match thread {
+                    None => {
+                        let table = self.table(EVENTS)?;
+                        for entry in table.range(from..)? {
+                            let (k, v) = entry?;
+                            let event: EventRec = decode(v.value())?;
+                            if visit(k.value(), event.thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                    Some(thread) => {
+                        let table = self.table(THREAD_EVENTS)?;
+                        for entry in table.range((thread, from)..=(thread, u64::MAX))? {
+                            let (k, _) = entry?;
+                            if visit(k.value().1, thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+impl_read!(Snapshot);
+impl_read!(Writer);
+
+impl WriteTx for Writer {
+    fn next_id(&mut self, kind: IdKind) -> Result<u64> {
+        let mut meta = self.table(META)?;
+        let next = meta.get(counter(kind))?.map(|v| v.value()).unwrap_or(0) + 1;
+        meta.insert(counter(kind), next)?;
+        Ok(next)
+    }
+
+    fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
+        self.table(TOKENS)?.insert(key, encode(token)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
+        self.table(IDENTITIES)?
+            .insert(identity, encode(rec)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()> {
+        let turn_key = |t: &ThreadRec| t.awaiting.as_ref().map(|a| (a.identity.clone(), a.message));
+        {
+            let mut turns = self.table(TURNS)?;
+            let old = before.and_then(turn_key);
+            let new = if thread.locked() {
+                None
+            } else {
+                turn_key(thread)
+            };
+            if old != new {
+                if let Some((who, msg)) = &old {
+                    turns.remove((who.as_str(), *msg))?;
+                }
+                if let Some((who, msg)) = &new {
+                    turns.insert((who.as_str(), *msg), thread.id)?;
+                }
+            }
+        }
+        {
+            let mut activity = self.table(ACTIVITY)?;
+            let mut by_state = self.table(ACTIVITY_BY_STATE)?;
+            if let Some(b) = before {
+                activity.remove(b.last_message)?;
+                by_state.remove((b.state.code(), b.last_message))?;
+            }
+            activity.insert(thread.last_message, thread.id)?;
+            by_state.insert((thread.state.code(), thread.last_message), thread.id)?;
+        }
+        self.table(THREADS)?
+            .insert(thread.id, encode(thread)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_message(&mut self, message: &MessageRec) -> Result<()> {
+        self.table(MESSAGES)?
+            .insert((message.thread, message.id), encode(message)?.as_slice())?;
+        self.table(MESSAGE_THREAD)?
+            .insert(message.id, message.thread)?;
+        self.table(LAST_BY)?
+            .insert((message.thread, message.identity.as_str()), message.id)?;
+        Ok(())
+    }
+
+    fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
+        self.table(CLAIMS)?
+            .insert(claim.id, encode(claim)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_event(&mut self, event: &EventRec) -> Result<()> {
+        self.table(EVENTS)?
+            .insert(event.id, encode(event)?.as_slice())?;
+        self.table(THREAD_EVENTS)?
+            .insert((event.thread, event.id), ())?;
+        Ok(())
+    }
+
+    fn record_write(
+        &mut self,
+        identity: &str,
+        message: u64,
+        at: i64,
+        forget_before: i64,
+    ) -> Result<()> {
+        let mut writes = self.table(WRITES)?;
+        let stale: Vec<u64> = writes
+            .range((identity, 0)..=(identity, u64::MAX))?
+            .filter_map(|e| e.ok())
+            .filter(|(_, v)| v.value() < forget_before)
+            .map(|(k, _)| k.value().1)
+            .collect();
+        for msg in stale {
+            writes.remove((identity, msg))?;
+        }
+        writes.insert((identity, message), at)?;
+        Ok(())
+    }
+
+    fn commit(self: Box<Self>) -> Result<()> {
+        self.0.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_start_at_one_and_commit_whole() {
+        let store = RedbStore::in_memory().unwrap();
+        let mut w = store.write().unwrap();
+        assert_eq!(w.next_id(IdKind::Thread).unwrap(), 1);
+        assert_eq!(w.next_id(IdKind::Thread).unwrap(), 2);
+        drop(w); // aborted: nothing stays
+        assert_eq!(store.read().unwrap().last_id(IdKind::Thread).unwrap(), 0);
+        let mut w = store.write().unwrap();
+        w.next_id(IdKind::Message).unwrap();
+        w.commit().unwrap();
+        assert_eq!(store.read().unwrap().last_id(IdKind::Message).unwrap(), 1);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = std::env::temp_dir().join(format!("parley-schema-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        {
+            let db = Database::create(&dir).unwrap();
+            let w = db.begin_write().unwrap();
+            w.open_table(META)
+                .unwrap()
+                .insert("schema_version", SCHEMA_VERSION + 1)
+                .unwrap();
+            w.commit().unwrap();
+        }
+        let err = RedbStore::open(&dir, Durability::Durable).err().unwrap();
+        assert!(matches!(err, Error::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 1));
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn foreign_redb_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("parley-foreign-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        {
+            let db = Database::create(&dir).unwrap();
+            let w = db.begin_write().unwrap();
+            let t: TableDefinition<u64, u64> = TableDefinition::new("other");
+            w.open_table(t).unwrap().insert(1, 1).unwrap();
+            w.commit().unwrap();
+        }
+        assert!(matches!(
+            RedbStore::open(&dir, Durability::Durable),
+            Err(Error::NotAForum(_))
+        ));
+        std::fs::remove_file(&dir).unwrap();
+    }
+}
