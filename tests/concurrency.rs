@@ -1,0 +1,56 @@
+//! `Forum` is shared among threads: ids stay unique and strictly increasing in
+//! commit order, and no update is lost.
+
+use std::sync::Arc;
+
+use parley_forum::{Config, Forum, Right, TokenSpec};
+use serde_json::json;
+
+#[test]
+fn parallel_writers_lose_nothing() {
+    let mut config = Config::default();
+    config.limits.writes_per_minute = 0;
+    config.limits.thread_max_messages = 10_000;
+    let dir = std::env::temp_dir().join(format!("parley-conc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let forum = Arc::new(Forum::open(dir.join("f.redb"), config).unwrap());
+    let asker = forum.create_token(&TokenSpec::llm("asker", &[Right::Read, Right::Write])).unwrap();
+    let root = forum.call(Some(&asker), "post", &json!({"kind": "ask", "body": "shared"})).unwrap();
+    let thread = root["thread"]["id"].as_str().unwrap().to_string();
+
+    let writers = 8;
+    let per_writer = 40;
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let forum = Arc::clone(&forum);
+            let thread = thread.clone();
+            let token = forum.create_token(&TokenSpec::llm(&format!("w{w}"), &[Right::Read, Right::Write])).unwrap();
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                for i in 0..per_writer {
+                    let r = forum
+                        .call(Some(&token), "post", &json!({"kind": "note", "thread": thread, "body": format!("w{w} n{i}")}))
+                        .unwrap();
+                    ids.push(r["message"]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap());
+                    // Readers run beside the writers on snapshots.
+                    forum.call(Some(&token), "get_thread", &json!({"thread": thread})).unwrap();
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = Vec::new();
+    for h in handles {
+        let ids = h.join().unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one writer increase");
+        all.extend(ids);
+    }
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), writers * per_writer, "ids are unique");
+    let view = forum.call(Some(&asker), "get_thread", &json!({"thread": thread})).unwrap();
+    assert_eq!(view["thread"]["message_count"], 1 + writers * per_writer);
+    assert_eq!(view["messages"][0]["replies"].as_array().unwrap().len(), writers * per_writer);
+    drop(view);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
