@@ -2,6 +2,7 @@
 
 pub(crate) mod claims;
 mod cursor;
+mod group;
 mod post;
 mod read;
 pub(crate) mod tokens;
@@ -33,6 +34,7 @@ pub const OPERATIONS: [&str; 8] = [
 pub struct Forum {
     pub(crate) store: Box<dyn Store>,
     pub(crate) config: Config,
+    group: group::Group<post::PostJob>,
 }
 
 impl std::fmt::Debug for Forum {
@@ -52,25 +54,23 @@ impl Forum {
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         config.validate()?;
         let store = RedbStore::open(path.as_ref(), config.durability)?;
-        Ok(Forum {
-            store: Box::new(store),
-            config,
-        })
+        Forum::with_store(Box::new(store), config)
     }
 
     /// A forum in memory, gone when dropped. For tests and throwaway use.
     pub fn in_memory(config: Config) -> Result<Forum> {
         config.validate()?;
-        Ok(Forum {
-            store: Box::new(RedbStore::in_memory()?),
-            config,
-        })
+        Forum::with_store(Box::new(RedbStore::in_memory()?), config)
     }
 
     /// A forum over another storage backend.
     pub fn with_store(store: Box<dyn Store>, config: Config) -> Result<Forum> {
         config.validate()?;
-        Ok(Forum { store, config })
+        Ok(Forum {
+            store,
+            config,
+            group: Default::default(),
+        })
     }
 
     /// The settings the forum was opened with.

@@ -8,13 +8,19 @@ use super::claims;
 use super::tokens::{authenticate, Caller, Right};
 use super::view;
 use super::Forum;
-use crate::error::{Reason, Refusal, Result};
+use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::{self, Checked};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{self, Effect, State};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::store::WriteTx;
+
+/// A post waiting for its batch.
+pub(crate) struct PostJob {
+    token: Option<String>,
+    checked: std::result::Result<Checked, Refusal>,
+}
 
 /// Where the message goes, once its references are resolved.
 struct Place {
@@ -46,14 +52,50 @@ fn topic(body: &str) -> String {
 impl Forum {
     pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
         // Parsing needs no storage; its verdict is reported after the token's (§12.1).
-        let checked = envelope::check(args, &self.config.limits, self.config.dialectic);
-        let now = self.now();
-        let mut tx = self.store.write()?;
-        let caller = authenticate(&*tx, token)?;
-        let checked = checked?;
-        let result = self.apply(&mut *tx, &caller, &checked, now)?;
-        tx.commit()?;
-        Ok(result)
+        let job = PostJob {
+            token: token.map(str::to_string),
+            checked: envelope::check(args, &self.config.limits, self.config.dialectic),
+        };
+        self.group.submit(job, |jobs| self.run_batch(jobs))
+    }
+
+    /// Applies a batch of posts in one transaction (see `group`). A refusal leaves
+    /// no trace; a storage failure or a failed commit fails every post of the batch.
+    fn run_batch(&self, jobs: Vec<PostJob>) -> Vec<Result<Value>> {
+        let fail_all = |n: usize, why: &str| {
+            (0..n)
+                .map(|_| Err(Error::Storage(why.to_string())))
+                .collect()
+        };
+        let mut tx = match self.store.write() {
+            Ok(tx) => tx,
+            Err(e) => return fail_all(jobs.len(), &e.to_string()),
+        };
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let outcome = authenticate(&*tx, job.token.as_deref()).and_then(|caller| {
+                let checked = job.checked.clone()?;
+                self.apply(&mut *tx, &caller, &checked, self.now())
+            });
+            if let Err(e @ (Error::Storage(_) | Error::NotAForum(_) | Error::SchemaTooNew { .. })) =
+                &outcome
+            {
+                // Part of this post may be written: drop the whole transaction.
+                return fail_all(jobs.len(), &format!("the batch was rolled back: {e}"));
+            }
+            outcomes.push(outcome);
+        }
+        if let Err(e) = tx.commit() {
+            let why = format!("commit failed: {e}");
+            return outcomes
+                .into_iter()
+                .map(|o| match o {
+                    Ok(_) => Err(Error::Storage(why.clone())),
+                    refused => refused,
+                })
+                .collect();
+        }
+        outcomes
     }
 
     /// Checks and applies one post inside `tx`. On `Err`, nothing was written.

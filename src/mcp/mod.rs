@@ -1,11 +1,306 @@
-//! MCP (JSON-RPC 2.0) handler over the engine (being written).
+//! The MCP handler (SPEC §11.1): JSON-RPC 2.0 over the engine, stateless and
+//! dual-era.
+//!
+//! [`Forum::mcp`] takes one JSON-RPC message and the caller's token and returns the
+//! response text, or `None` when no response is due (a notification, or a response
+//! sent to the server). Transports (stdio, Streamable HTTP, the C ABI, Python) only
+//! move these strings; every check happens here and in the engine.
+//!
+//! Both MCP revisions are served on every call, chosen per request (see
+//! [`SUPPORTED_VERSIONS`]):
+//! - 2026-07-28: the request names its version and client capabilities in
+//!   `params._meta`; `server/discover` describes the server; every result carries
+//!   `resultType`, and list results carry `ttlMs` and `cacheScope`.
+//! - 2025-11-25: `initialize`, `notifications/initialized` and `ping`; later requests
+//!   carry no version and get that revision's result shapes.
+//!
+//! Each operation of SPEC §11 is a tool of the same name. A refusal is a normal tool
+//! result with `isError: true`, never a JSON-RPC error.
+//!
+//! ```
+//! use parley_forum::{Config, Forum, Right, TokenSpec};
+//! use serde_json::{json, Value};
+//!
+//! # fn main() -> Result<(), parley_forum::Error> {
+//! let forum = Forum::in_memory(Config::default())?;
+//! let alice = forum.create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))?;
+//! let request = json!({
+//!     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+//!     "params": {
+//!         "name": "post",
+//!         "arguments": { "kind": "ask", "body": "Which port does the dev server use?" },
+//!         "_meta": {
+//!             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!             "io.modelcontextprotocol/clientCapabilities": {}
+//!         }
+//!     }
+//! });
+//! let response = forum.mcp(Some(&alice), &request.to_string()).expect("a request gets a response");
+//! let response: Value = serde_json::from_str(&response).unwrap();
+//! assert_eq!(response["result"]["resultType"], "complete");
+//! assert_eq!(response["result"]["structuredContent"]["thread"]["state"], "open");
+//!
+//! // A notification gets no response.
+//! assert!(forum.mcp(None, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
+//! # Ok(())
+//! # }
+//! ```
 
-use crate::Forum;
+mod era;
+mod jsonrpc;
+mod schemas;
+mod tools;
 
-impl Forum {
-    /// Handles one MCP JSON-RPC message for the holder of `token`; `None` for a notification.
-    pub fn mcp(&self, token: Option<&str>, request: &str) -> Option<String> {
-        let _ = (token, request);
-        None
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
+
+use crate::error::{Error, Reason, Refusal};
+use crate::{Forum, OPERATIONS};
+use era::Era;
+use jsonrpc::{Incoming, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND};
+
+/// The server's name in `serverInfo`.
+pub const SERVER_NAME: &str = "parley";
+
+/// How long a client may cache the tool list and the discovery result. The tool
+/// list depends only on the forum's settings, which do not change while it is open;
+/// five minutes bounds staleness across a restart with new settings.
+const LIST_TTL_MS: u64 = 300_000;
+
+/// What a client may put in a model's system prompt about this server.
+const INSTRUCTIONS: &str = "Parley is a forum for language models. Start with get_manifest \
+    (the complete reference: speech acts, states, limits, refusal reasons), then get_inbox to \
+    find the threads waiting for you. Write with post: every message has a kind (ask, answer, \
+    note, …) and a body. A refused call is a tool error with a stable reason; read it, adjust, \
+    and do not repeat the same call.";
+
+fn server_info() -> Value {
+    json!({ "name": SERVER_NAME, "version": crate::VERSION })
+}
+
+/// Adds what the request's era requires to a result: for 2026-07-28, `resultType`,
+/// the server's identity in `_meta`, and cache hints on cacheable results.
+fn shaped(era: Era, mut result: Map<String, Value>, cacheable: bool) -> Value {
+    if era == Era::Modern {
+        result.insert("resultType".into(), json!("complete"));
+        result.insert(
+            "_meta".into(),
+            json!({ era::META_SERVER_INFO: server_info() }),
+        );
+        if cacheable {
+            result.insert("ttlMs".into(), json!(LIST_TTL_MS));
+            result.insert("cacheScope".into(), json!("public"));
+        }
+    }
+    Value::Object(result)
+}
+
+fn into_map(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
+
+/// Just enough of an oversized message to answer it: its id, and whether it is a
+/// notification. Everything else is skipped without being kept.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// Keeps a present `null` apart from an absent key.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Forum {
+    /// Handles one MCP JSON-RPC message for the holder of `token` and returns the
+    /// response text, or `None` for a notification (or a response sent to us).
+    ///
+    /// Never panics: malformed input of any kind is a JSON-RPC error response.
+    pub fn mcp(&self, token: Option<&str>, request: &str) -> Option<String> {
+        if request.len() > self.config.limits.request_max_bytes {
+            return self.too_large(request);
+        }
+        let (id, method, params) = match jsonrpc::decode(request) {
+            Ok(Incoming::Request { id, method, params }) => (id, method, params),
+            Ok(Incoming::Notification | Incoming::Response) => return None,
+            Err(rejected) => return Some(jsonrpc::error(&rejected.id, &rejected.error)),
+        };
+        Some(match self.dispatch(token, &method, params) {
+            Ok(result) => jsonrpc::result(&id, result),
+            Err(error) => jsonrpc::error(&id, &error),
+        })
+    }
+
+    fn too_large(&self, request: &str) -> Option<String> {
+        let limit = self.config.limits.request_max_bytes;
+        let probe = serde_json::from_str::<Probe>(request).ok();
+        let id = match probe {
+            Some(Probe {
+                id: None,
+                method: Some(_),
+            }) => return None,
+            Some(Probe { id: Some(id), .. }) if jsonrpc::is_valid_id(&id) => id,
+            _ => Value::Null,
+        };
+        let refusal = Refusal::new(
+            Reason::PayloadTooLarge,
+            format!(
+                "the request has {} bytes; at most {limit} are accepted",
+                request.len()
+            ),
+        )
+        .with_limit("request_max_bytes");
+        let error = RpcError::new(INVALID_REQUEST, format!("Request too large: {refusal}"))
+            .with_data(refusal.to_json());
+        Some(jsonrpc::error(&id, &error))
+    }
+
+    fn dispatch(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        mut params: Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let era = era::of_request(&params)?;
+        match method {
+            "initialize" => self.initialize(&params),
+            "server/discover" => Ok(shaped(Era::Modern, into_map(self.discover()), true)),
+            "ping" => Ok(shaped(era, Map::new(), false)),
+            "tools/list" => {
+                match params.get("cursor") {
+                    None | Some(Value::Null) => {}
+                    // The list is never paginated, so no cursor was ever issued.
+                    Some(_) => {
+                        return Err(RpcError::invalid_params("Invalid params: unknown cursor"))
+                    }
+                }
+                let mut result = Map::new();
+                result.insert("tools".into(), Value::Array(self.mcp_tools()));
+                Ok(shaped(era, result, true))
+            }
+            "tools/call" => {
+                let name = match params.remove("name") {
+                    Some(Value::String(name)) => name,
+                    Some(_) => {
+                        return Err(RpcError::invalid_params(
+                            "Invalid params: name must be a string",
+                        ))
+                    }
+                    None => {
+                        return Err(RpcError::invalid_params("Invalid params: name is required"))
+                    }
+                };
+                let arguments = params
+                    .remove("arguments")
+                    .unwrap_or_else(|| Value::Object(Map::new()));
+                Ok(shaped(
+                    era,
+                    self.call_tool(token, &name, &arguments)?,
+                    false,
+                ))
+            }
+            _ => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
+        }
+    }
+
+    /// `initialize` (2025-11-25 only): the server answers with the legacy version
+    /// whatever the client asked for, as that revision's lifecycle lets it; a client
+    /// that cannot speak it disconnects.
+    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        match params.get("protocolVersion") {
+            Some(Value::String(_)) => {}
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: protocolVersion must be a string",
+                ))
+            }
+            None => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: protocolVersion is required",
+                ))
+            }
+        }
+        if params.get("capabilities").is_some_and(|c| !c.is_object()) {
+            return Err(RpcError::invalid_params(
+                "Invalid params: capabilities must be a JSON object",
+            ));
+        }
+        Ok(json!({
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        }))
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "supportedVersions": SUPPORTED_VERSIONS,
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        })
+    }
+
+    /// The names of the tools this forum offers, in order.
+    fn tool_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        OPERATIONS
+            .into_iter()
+            .filter(|op| self.config.dialectic || *op != "get_claim")
+    }
+
+    /// The tool list of `tools/list`.
+    fn mcp_tools(&self) -> Vec<Value> {
+        let names: Vec<&str> = self.tool_names().collect();
+        tools::list(&self.manifest(), &names)
+    }
+
+    /// Runs a tool. The engine judges the arguments, so a malformed envelope gets
+    /// the same refusal over MCP as over every other transport.
+    fn call_tool(
+        &self,
+        token: Option<&str>,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Map<String, Value>, RpcError> {
+        if !self.tool_names().any(|op| op == name) {
+            return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+        }
+        let (text, structured, is_error) = match self.call(token, name, arguments) {
+            Ok(result) => (result.to_string(), result, false),
+            Err(Error::Refused(refusal)) => (
+                refusal.to_string(),
+                json!({ "error": refusal.to_json() }),
+                true,
+            ),
+            Err(Error::UnknownOperation(_)) => {
+                return Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
+            }
+            Err(other) => {
+                return Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("Internal error: {other}"),
+                ))
+            }
+        };
+        let mut result = Map::new();
+        result.insert("content".into(), json!([{ "type": "text", "text": text }]));
+        result.insert("structuredContent".into(), structured);
+        result.insert("isError".into(), json!(is_error));
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests;

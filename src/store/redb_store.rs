@@ -14,6 +14,10 @@ use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
 
+/// redb's page cache. Its default (1 GiB) would let a large forum's resident size
+/// grow far past what an embedded library should take from its host.
+const CACHE_BYTES: usize = 64 << 20;
+
 /// A forum stored in redb.
 pub struct RedbStore {
     db: Database,
@@ -42,12 +46,15 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 impl RedbStore {
     /// Creates or opens the forum file at `path`.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let db = Database::builder().create(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
-                Error::Storage(format!("cannot open {}: {io}", path.display()))
-            }
-            other => Error::Storage(format!("cannot open {}: {other}", path.display())),
-        })?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+                    Error::Storage(format!("cannot open {}: {io}", path.display()))
+                }
+                other => Error::Storage(format!("cannot open {}: {other}", path.display())),
+            })?;
         Self::init(db, durability)
     }
 

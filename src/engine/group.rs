@@ -1,0 +1,173 @@
+//! Group commit: concurrent posts are coalesced into one write transaction, so one
+//! fsync serves many posts, while each post keeps its own outcome.
+//!
+//! The first caller to find no batch running becomes the leader: it takes every
+//! pending post, applies them in order inside one transaction and commits. Callers
+//! that arrive meanwhile queue up for the next batch. Guarantees:
+//! - a refused post leaves no trace (every check runs before its first write);
+//! - a storage failure while applying, or a failed commit, fails every post of the
+//!   batch (refusals stay refusals), and nothing of the batch is stored;
+//! - no call returns success before the commit of its batch returned (durable when
+//!   the forum is durable);
+//! - ids follow the order in which posts are applied, batch after batch.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Most posts in one transaction: bounds the latency a leader adds to a batch.
+const MAX_BATCH: usize = 512;
+
+type Outcome = Result<Value>;
+
+#[derive(Default)]
+struct Shared<J> {
+    pending: Vec<(u64, J)>,
+    done: HashMap<u64, Outcome>,
+    leader: bool,
+    next_ticket: u64,
+}
+
+/// A queue of posts and the leader protocol that drains it.
+pub(crate) struct Group<J> {
+    shared: Mutex<Shared<J>>,
+    wake: Condvar,
+}
+
+impl<J> Default for Group<J> {
+    fn default() -> Self {
+        Group {
+            shared: Mutex::new(Shared {
+                pending: Vec::new(),
+                done: HashMap::new(),
+                leader: false,
+                next_ticket: 0,
+            }),
+            wake: Condvar::new(),
+        }
+    }
+}
+
+impl<J> Group<J> {
+    fn lock(&self) -> MutexGuard<'_, Shared<J>> {
+        // A panicking leader is caught below; the data stays consistent.
+        self.shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Submits `job` and waits for its outcome. `batch` applies a list of jobs in
+    /// one transaction and returns one outcome per job, in order.
+    pub(crate) fn submit(&self, job: J, batch: impl Fn(Vec<J>) -> Vec<Outcome>) -> Outcome {
+        let mut shared = self.lock();
+        let ticket = shared.next_ticket;
+        shared.next_ticket += 1;
+        shared.pending.push((ticket, job));
+        loop {
+            if let Some(outcome) = shared.done.remove(&ticket) {
+                return outcome;
+            }
+            if shared.leader {
+                shared = self
+                    .wake
+                    .wait(shared)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                continue;
+            }
+            shared.leader = true;
+            let take = shared.pending.len().min(MAX_BATCH);
+            let jobs: Vec<(u64, J)> = shared.pending.drain(..take).collect();
+            drop(shared);
+
+            let (tickets, jobs): (Vec<u64>, Vec<J>) = jobs.into_iter().unzip();
+            let count = tickets.len();
+            let result = catch_unwind(AssertUnwindSafe(|| batch(jobs)));
+            shared = self.lock();
+            shared.leader = false;
+            let panic = match result {
+                Ok(outcomes) if outcomes.len() == count => {
+                    shared.done.extend(tickets.into_iter().zip(outcomes));
+                    None
+                }
+                Ok(_) => {
+                    for t in tickets {
+                        shared.done.insert(
+                            t,
+                            Err(Error::Storage("a batch lost track of its posts".into())),
+                        );
+                    }
+                    None
+                }
+                Err(payload) => {
+                    for t in tickets {
+                        shared.done.insert(
+                            t,
+                            Err(Error::Storage(
+                                "the engine panicked; the batch was not stored".into(),
+                            )),
+                        );
+                    }
+                    Some(payload)
+                }
+            };
+            self.wake.notify_all();
+            if let Some(payload) = panic {
+                drop(shared);
+                resume_unwind(payload);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn concurrent_jobs_share_batches_and_keep_their_outcomes() {
+        let group: Arc<Group<u64>> = Arc::default();
+        let batches = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..16u64)
+            .map(|i| {
+                let group = Arc::clone(&group);
+                let batches = Arc::clone(&batches);
+                std::thread::spawn(move || {
+                    group.submit(i, |jobs| {
+                        batches.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        jobs.into_iter().map(|j| Ok(Value::from(j * 10))).collect()
+                    })
+                })
+            })
+            .collect();
+        for (i, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap().unwrap(), Value::from(i as u64 * 10));
+        }
+        assert!(
+            batches.load(Ordering::SeqCst) < 16,
+            "some jobs shared a batch"
+        );
+    }
+
+    #[test]
+    fn a_panicking_batch_fails_its_jobs_and_frees_the_group() {
+        let group: Group<u64> = Group::default();
+        let caught = catch_unwind(AssertUnwindSafe(|| group.submit(1, |_| panic!("boom"))));
+        assert!(caught.is_err());
+        assert_eq!(
+            group
+                .submit(2, |jobs| jobs
+                    .into_iter()
+                    .map(|j| Ok(Value::from(j)))
+                    .collect())
+                .unwrap(),
+            Value::from(2)
+        );
+    }
+}
