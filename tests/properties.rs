@@ -8,9 +8,13 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 const ACTORS: [&str; 5] = ["creator", "plain", "moderator", "human", "verifier"];
-const KINDS: [&str; 13] =
-    ["ask", "answer", "note", "propose", "object", "handoff", "decide", "mark", "reopen", "assert", "attest", "refute", "verify"];
-const STATES: [&str; 8] = ["open", "answered", "decided", "closed", "deferred", "obsolete", "rejected", "closed"];
+const KINDS: [&str; 13] = [
+    "ask", "answer", "note", "propose", "object", "handoff", "decide", "mark", "reopen", "assert",
+    "attest", "refute", "verify",
+];
+const STATES: [&str; 8] = [
+    "open", "answered", "decided", "closed", "deferred", "obsolete", "rejected", "closed",
+];
 const FORWARD: [&str; 4] = ["open", "answered", "decided", "closed"];
 
 #[derive(Debug, Clone)]
@@ -25,9 +29,26 @@ struct Step {
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    (0..5usize, 0..13usize, 0..4usize, 0..8usize, 0..3usize, 0..8usize, 0..6usize).prop_map(
-        |(actor, kind, thread, parent, extension, state, body)| Step { actor, kind, thread, parent, extension, state, body },
+    (
+        0..5usize,
+        0..13usize,
+        0..4usize,
+        0..8usize,
+        0..3usize,
+        0..8usize,
+        0..6usize,
     )
+        .prop_map(
+            |(actor, kind, thread, parent, extension, state, body)| Step {
+                actor,
+                kind,
+                thread,
+                parent,
+                extension,
+                state,
+                body,
+            },
+        )
 }
 
 struct World {
@@ -53,11 +74,29 @@ impl World {
         let tokens = vec![
             forum.create_token(&TokenSpec::llm("creator", &rw)).unwrap(),
             forum.create_token(&TokenSpec::llm("plain", &rw)).unwrap(),
-            forum.create_token(&TokenSpec::llm("moderator", &[Right::Read, Right::Write, Right::Lock]).label("Mod")).unwrap(),
+            forum
+                .create_token(
+                    &TokenSpec::llm("moderator", &[Right::Read, Right::Write, Right::Lock])
+                        .label("Mod"),
+                )
+                .unwrap(),
             forum.create_token(&TokenSpec::human("ann")).unwrap(),
-            forum.create_token(&TokenSpec::llm("verifier", &[Right::Read, Right::Write, Right::Verify])).unwrap(),
+            forum
+                .create_token(&TokenSpec::llm(
+                    "verifier",
+                    &[Right::Read, Right::Write, Right::Verify],
+                ))
+                .unwrap(),
         ];
-        World { forum, tokens, threads: Vec::new(), messages: HashMap::new(), claims: Vec::new(), last_message: 0, last_event: 0 }
+        World {
+            forum,
+            tokens,
+            threads: Vec::new(),
+            messages: HashMap::new(),
+            claims: Vec::new(),
+            last_message: 0,
+            last_event: 0,
+        }
     }
 
     fn envelope(&self, s: &Step) -> Value {
@@ -91,13 +130,26 @@ impl World {
     }
 
     fn thread(&self, id: &str) -> Value {
-        self.forum.call(Some(&self.tokens[3]), "get_thread", &json!({ "thread": id })).unwrap()
+        self.forum
+            .call(
+                Some(&self.tokens[3]),
+                "get_thread",
+                &json!({ "thread": id }),
+            )
+            .unwrap()
     }
 }
 
 /// Folds a thread's state events from `open` and compares with its summary.
 fn replay_matches(world: &World, thread: &str) -> Result<(), TestCaseError> {
-    let events = world.forum.call(Some(&world.tokens[3]), "get_events", &json!({ "thread": thread, "limit": 200 })).unwrap();
+    let events = world
+        .forum
+        .call(
+            Some(&world.tokens[3]),
+            "get_events",
+            &json!({ "thread": thread, "limit": 200 }),
+        )
+        .unwrap();
     let mut state = "open".to_string();
     let mut confirmed = true;
     for e in events["items"].as_array().unwrap() {
@@ -123,7 +175,11 @@ fn replay_matches(world: &World, thread: &str) -> Result<(), TestCaseError> {
 /// The message that set the turn: the last one of a turn-setting act.
 fn last_turn_setter(view: &Value) -> Option<(String, String)> {
     fn walk(m: &Value, out: &mut Vec<(u64, String, String)>) {
-        out.push((num(m["id"].as_str().unwrap()), m["id"].as_str().unwrap().into(), m["kind"].as_str().unwrap().into()));
+        out.push((
+            num(m["id"].as_str().unwrap()),
+            m["id"].as_str().unwrap().into(),
+            m["kind"].as_str().unwrap().into(),
+        ));
         for r in m["replies"].as_array().unwrap() {
             walk(r, out);
         }
@@ -136,7 +192,12 @@ fn last_turn_setter(view: &Value) -> Option<(String, String)> {
     let root = all.first().map(|m| m.1.clone());
     all.into_iter()
         .rev()
-        .find(|(_, id, kind)| !matches!(kind.as_str(), "note" | "attest" | "verify") && !(kind == "assert" && Some(id) != root.as_ref()))
+        .find(|(_, id, kind)| {
+            // note, attest, verify and a nested assert leave the turn as it was.
+            let keeps_turn = matches!(kind.as_str(), "note" | "attest" | "verify")
+                || (kind == "assert" && Some(id) != root.as_ref());
+            !keeps_turn
+        })
         .map(|(_, id, kind)| (id, kind))
 }
 

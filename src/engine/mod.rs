@@ -107,10 +107,14 @@ impl Forum {
             _ => return Err(Error::UnknownOperation(operation.to_string())),
         };
         match operation {
-            "get_manifest" => Ok(self.manifest()),
+            "get_manifest" => {
+                read::only(args_obj, &[])?;
+                Ok(self.manifest())
+            }
             "whoami" => {
                 let tx = self.store.read()?;
                 let caller = authenticate(&*tx, token)?;
+                read::only(args_obj, &[])?;
                 let rights: Vec<&str> = Right::ALL
                     .iter()
                     .filter(|r| caller.has(**r))

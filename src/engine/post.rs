@@ -143,7 +143,8 @@ impl Forum {
             }
         }
 
-        let replies = act.is_content() && !(act == Act::Assert && !env.supersedes.is_empty());
+        // An assert that supersedes replaces a claim; it does not reply (§4).
+        let replies = act.is_content() && (act != Act::Assert || env.supersedes.is_empty());
         if let (true, Some(parent)) = (replies, &place.parent) {
             if parent.identity == caller.identity && parent.extension == env.extension {
                 return refuse(
@@ -153,7 +154,7 @@ impl Forum {
             }
         }
         if let (false, Some(t)) = (caller.human, thread) {
-            if let Some(last) = tx.last_message_by(t.id, &caller.identity)? {
+            if let Some(&last) = t.last_by.get(&caller.identity) {
                 let last = tx.message(last)?;
                 if last.is_some_and(|m| normalized(&m.body) == normalized(&env.body)) {
                     return refuse(Reason::RepeatedBody, "this body repeats your most recent message in the thread; say something new");
@@ -251,6 +252,7 @@ impl Forum {
                     created_at: now,
                     updated_at: now,
                     last_message: msg_id,
+                    last_by: Default::default(),
                 }
             }
         };
@@ -351,7 +353,7 @@ impl Forum {
         }
 
         // Claims (§10).
-        let mut created_claim = None;
+        let mut shown_claim = None;
         let new_claim = |tx: &mut dyn WriteTx, refutes: Option<u64>| -> Result<ClaimRec> {
             Ok(ClaimRec {
                 id: tx.next_id(IdKind::Claim)?,
@@ -381,7 +383,7 @@ impl Forum {
                     old.superseded_by = Some(claim.id);
                     changes.extend(claims::store_and_propagate(tx, old)?);
                 }
-                created_claim = Some(claim.id);
+                shown_claim = Some(claim.id);
             }
             Act::Attest | Act::Verify => {
                 let mut target = place.claim.expect("resolved for attest and verify");
@@ -397,6 +399,8 @@ impl Forum {
                 } else {
                     target.verifications.push(support);
                 }
+                // Not created, but the caller wants to see the status it moved.
+                shown_claim = Some(target.id);
                 changes.extend(claims::store_and_propagate(tx, target)?);
             }
             Act::Refute => {
@@ -407,11 +411,12 @@ impl Forum {
                 message.counter_claim = Some(counter.id);
                 target.refutations.push(counter.id);
                 changes.extend(claims::store_and_propagate(tx, target)?);
-                created_claim = Some(counter.id);
+                shown_claim = Some(counter.id);
             }
             _ => {}
         }
 
+        thread.last_by.insert(caller.identity.clone(), msg_id);
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -455,7 +460,7 @@ impl Forum {
                 out.insert("events".into(), Value::Array(events));
             }
         }
-        if let Some(id) = created_claim {
+        if let Some(id) = shown_claim {
             out.insert("claim".into(), super::read::claim_view(tx, id, now)?);
         }
         Ok(Value::Object(out))

@@ -22,7 +22,8 @@ fn bad_arg(field: &str, message: impl Into<String>) -> Error {
         .into()
 }
 
-fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
+/// Refuses any argument not in `allowed`.
+pub(crate) fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
     for key in args.keys() {
         if !allowed.contains(&key.as_str()) {
             return Err(bad_arg(key, format!("unknown argument `{key}`")));

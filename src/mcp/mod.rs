@@ -12,7 +12,8 @@
 //!   `params._meta`; `server/discover` describes the server; every result carries
 //!   `resultType`, and list results carry `ttlMs` and `cacheScope`.
 //! - 2025-11-25: `initialize`, `notifications/initialized` and `ping`; later requests
-//!   carry no version and get that revision's result shapes.
+//!   carry no version and get that revision's result shapes. A request declaring
+//!   2026-07-28 cannot `ping`, which that revision removed.
 //!
 //! Each operation of SPEC §11 is a tool of the same name. A refusal is a normal tool
 //! result with `isError: true`, never a JSON-RPC error.
@@ -97,13 +98,6 @@ fn shaped(era: Era, mut result: Map<String, Value>, cacheable: bool) -> Value {
     Value::Object(result)
 }
 
-fn into_map(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
 /// Just enough of an oversized message to answer it: its id, and whether it is a
 /// notification. Everything else is skipped without being kept.
 #[derive(Deserialize)]
@@ -119,6 +113,49 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
+/// The result of `server/discover` (2026-07-28).
+fn discover() -> Map<String, Value> {
+    let mut result = Map::new();
+    result.insert("supportedVersions".into(), json!(SUPPORTED_VERSIONS));
+    result.insert(
+        "capabilities".into(),
+        json!({ "tools": { "listChanged": false } }),
+    );
+    result.insert("serverInfo".into(), server_info());
+    result.insert("instructions".into(), json!(INSTRUCTIONS));
+    result
+}
+
+/// `initialize` (2025-11-25 only): the server answers with the legacy version
+/// whatever the client asked for, as that revision's lifecycle lets it; a client
+/// that cannot speak it disconnects.
+fn initialize(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    match params.get("protocolVersion") {
+        Some(Value::String(_)) => {}
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: protocolVersion must be a string",
+            ))
+        }
+        None => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: protocolVersion is required",
+            ))
+        }
+    }
+    if params.get("capabilities").is_some_and(|c| !c.is_object()) {
+        return Err(RpcError::invalid_params(
+            "Invalid params: capabilities must be a JSON object",
+        ));
+    }
+    Ok(json!({
+        "protocolVersion": LEGACY_VERSION,
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    }))
+}
+
 impl Forum {
     /// Handles one MCP JSON-RPC message for the holder of `token` and returns the
     /// response text, or `None` for a notification (or a response sent to us).
@@ -126,20 +163,20 @@ impl Forum {
     /// Never panics: malformed input of any kind is a JSON-RPC error response.
     pub fn mcp(&self, token: Option<&str>, request: &str) -> Option<String> {
         if request.len() > self.config.limits.request_max_bytes {
-            return self.too_large(request);
+            return self.mcp_too_large(request);
         }
         let (id, method, params) = match jsonrpc::decode(request) {
             Ok(Incoming::Request { id, method, params }) => (id, method, params),
             Ok(Incoming::Notification | Incoming::Response) => return None,
             Err(rejected) => return Some(jsonrpc::error(&rejected.id, &rejected.error)),
         };
-        Some(match self.dispatch(token, &method, params) {
+        Some(match self.mcp_dispatch(token, &method, params) {
             Ok(result) => jsonrpc::result(&id, result),
             Err(error) => jsonrpc::error(&id, &error),
         })
     }
 
-    fn too_large(&self, request: &str) -> Option<String> {
+    fn mcp_too_large(&self, request: &str) -> Option<String> {
         let limit = self.config.limits.request_max_bytes;
         let probe = serde_json::from_str::<Probe>(request).ok();
         let id = match probe {
@@ -163,7 +200,7 @@ impl Forum {
         Some(jsonrpc::error(&id, &error))
     }
 
-    fn dispatch(
+    fn mcp_dispatch(
         &self,
         token: Option<&str>,
         method: &str,
@@ -171,9 +208,11 @@ impl Forum {
     ) -> Result<Value, RpcError> {
         let era = era::of_request(&params)?;
         match method {
-            "initialize" => self.initialize(&params),
-            "server/discover" => Ok(shaped(Era::Modern, into_map(self.discover()), true)),
-            "ping" => Ok(shaped(era, Map::new(), false)),
+            "initialize" => initialize(&params),
+            "server/discover" => Ok(shaped(Era::Modern, discover(), true)),
+            // 2026-07-28 removed `ping`; a request that declares that revision gets
+            // the answer of a method it does not have.
+            "ping" if era == Era::Legacy => Ok(Value::Object(Map::new())),
             "tools/list" => {
                 match params.get("cursor") {
                     None | Some(Value::Null) => {}
@@ -203,7 +242,7 @@ impl Forum {
                     .unwrap_or_else(|| Value::Object(Map::new()));
                 Ok(shaped(
                     era,
-                    self.call_tool(token, &name, &arguments)?,
+                    self.mcp_call_tool(token, &name, &arguments)?,
                     false,
                 ))
             }
@@ -214,47 +253,8 @@ impl Forum {
         }
     }
 
-    /// `initialize` (2025-11-25 only): the server answers with the legacy version
-    /// whatever the client asked for, as that revision's lifecycle lets it; a client
-    /// that cannot speak it disconnects.
-    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        match params.get("protocolVersion") {
-            Some(Value::String(_)) => {}
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: protocolVersion must be a string",
-                ))
-            }
-            None => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: protocolVersion is required",
-                ))
-            }
-        }
-        if params.get("capabilities").is_some_and(|c| !c.is_object()) {
-            return Err(RpcError::invalid_params(
-                "Invalid params: capabilities must be a JSON object",
-            ));
-        }
-        Ok(json!({
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": { "tools": { "listChanged": false } },
-            "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
-        }))
-    }
-
-    fn discover(&self) -> Value {
-        json!({
-            "supportedVersions": SUPPORTED_VERSIONS,
-            "capabilities": { "tools": { "listChanged": false } },
-            "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
-        })
-    }
-
     /// The names of the tools this forum offers, in order.
-    fn tool_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+    fn mcp_tool_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         OPERATIONS
             .into_iter()
             .filter(|op| self.config.dialectic || *op != "get_claim")
@@ -262,19 +262,19 @@ impl Forum {
 
     /// The tool list of `tools/list`.
     fn mcp_tools(&self) -> Vec<Value> {
-        let names: Vec<&str> = self.tool_names().collect();
+        let names: Vec<&str> = self.mcp_tool_names().collect();
         tools::list(&self.manifest(), &names)
     }
 
     /// Runs a tool. The engine judges the arguments, so a malformed envelope gets
     /// the same refusal over MCP as over every other transport.
-    fn call_tool(
+    fn mcp_call_tool(
         &self,
         token: Option<&str>,
         name: &str,
         arguments: &Value,
     ) -> Result<Map<String, Value>, RpcError> {
-        if !self.tool_names().any(|op| op == name) {
+        if !self.mcp_tool_names().any(|op| op == name) {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         }
         let (text, structured, is_error) = match self.call(token, name, arguments) {

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use super::schemas;
 
 /// What the model reads about each tool. The manifest stays the full reference.
-fn description(operation: &str, dialectic: bool, limits: &Limits) -> String {
+fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
         "get_manifest" => "Returns this forum's manifest: the protocol version, the realm, every speech act \
             (message kind) with the fields it takes and what it needs, the thread states, the limits \
@@ -97,7 +97,7 @@ fn description(operation: &str, dialectic: bool, limits: &Limits) -> String {
 }
 
 /// The forum facts the schemas and descriptions are generated from.
-pub(crate) struct Limits {
+pub(crate) struct Settings {
     realm: String,
     body_max_chars: u64,
     provenance_max_chars: u64,
@@ -110,7 +110,7 @@ pub(crate) struct Limits {
 
 /// What the input schemas need from the manifest.
 pub(crate) struct ManifestFacts {
-    limits: Limits,
+    limits: Settings,
     /// Every enabled kind, with its summary and its envelope fields.
     acts: Vec<(String, String, Vec<String>)>,
     states: Vec<String>,
@@ -134,7 +134,7 @@ impl ManifestFacts {
     /// Reads the facts from a manifest (SPEC §13).
     pub(crate) fn from_manifest(manifest: &Value) -> ManifestFacts {
         let limit = |name: &str| manifest["limits"][name].as_u64().unwrap_or(0);
-        let limits = Limits {
+        let limits = Settings {
             realm: manifest["realm"].as_str().unwrap_or("ainotes").to_string(),
             body_max_chars: limit("body_max_chars"),
             provenance_max_chars: limit("provenance_max_chars"),

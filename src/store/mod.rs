@@ -48,8 +48,6 @@ pub trait ReadTx {
     fn claim(&self, id: u64) -> Result<Option<ClaimRec>>;
     /// An event.
     fn event(&self, id: u64) -> Result<Option<EventRec>>;
-    /// The latest message of `identity` in `thread`.
-    fn last_message_by(&self, thread: u64, identity: &str) -> Result<Option<u64>>;
     /// Times of the writes of `identity` at or after `since` (ms), oldest first.
     fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>>;
     /// Turn index: threads awaiting `identity` (or `"*"`), by turn-setting message
@@ -64,8 +62,11 @@ pub trait ReadTx {
 
 /// The writes of one post (or one token change), applied atomically on commit.
 pub trait WriteTx: ReadTx {
-    /// Issues the next id of a kind.
-    fn next_id(&mut self, kind: IdKind) -> Result<u64>;
+    /// The next id of a kind: one past the last one stored. Store the record of
+    /// an id before asking for the next id of the same kind.
+    fn next_id(&mut self, kind: IdKind) -> Result<u64> {
+        Ok(self.last_id(kind)? + 1)
+    }
     /// Stores a token record.
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()>;
     /// Stores an identity record.
@@ -73,7 +74,7 @@ pub trait WriteTx: ReadTx {
     /// Stores a thread; `before` is its previous record, so the turn and activity
     /// indexes can drop its old positions.
     fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()>;
-    /// Stores a new message and notes it as its author's latest in the thread.
+    /// Stores a new message.
     fn put_message(&mut self, message: &MessageRec) -> Result<()>;
     /// Stores a claim.
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;

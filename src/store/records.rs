@@ -82,6 +82,9 @@ pub struct ThreadRec {
     pub updated_at: i64,
     /// Id of the latest message: the thread's position in the activity index.
     pub last_message: u64,
+    /// Each identity's latest message here (the repeat guard reads it).
+    #[serde(default)]
+    pub last_by: std::collections::BTreeMap<String, u64>,
 }
 
 impl ThreadRec {

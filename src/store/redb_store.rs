@@ -25,15 +25,6 @@ pub struct RedbStore {
     cursor_key: u64,
 }
 
-fn counter(kind: IdKind) -> &'static str {
-    match kind {
-        IdKind::Thread => "last_thread",
-        IdKind::Message => "last_message",
-        IdKind::Claim => "last_claim",
-        IdKind::Event => "last_event",
-    }
-}
-
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::Storage(format!("encoding a record: {e}")))
 }
@@ -107,8 +98,6 @@ impl RedbStore {
         txn.open_table(THREAD_EVENTS)?;
         txn.open_table(TURNS)?;
         txn.open_table(ACTIVITY)?;
-        txn.open_table(ACTIVITY_BY_STATE)?;
-        txn.open_table(LAST_BY)?;
         txn.open_table(WRITES)?;
         txn.commit()?;
         Ok(RedbStore {
@@ -183,11 +172,13 @@ macro_rules! impl_read {
     ($ty:ty) => {
         impl ReadTx for $ty {
             fn last_id(&self, kind: IdKind) -> Result<u64> {
-                Ok(self
-                    .table(META)?
-                    .get(counter(kind))?
-                    .map(|v| v.value())
-                    .unwrap_or(0))
+                let last = match kind {
+                    IdKind::Thread => self.table(THREADS)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Message => self.table(MESSAGE_THREAD)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
+                };
+                Ok(last.unwrap_or(0))
             }
 
             fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
@@ -245,13 +236,6 @@ macro_rules! impl_read {
                 get_json(&self.table(EVENTS)?, id)
             }
 
-            fn last_message_by(&self, thread: u64, identity: &str) -> Result<Option<u64>> {
-                Ok(self
-                    .table(LAST_BY)?
-                    .get((thread, identity))?
-                    .map(|v| v.value()))
-            }
-
             fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>> {
                 let table = self.table(WRITES)?;
                 let mut out = Vec::new();
@@ -284,26 +268,12 @@ macro_rules! impl_read {
                 after: u64,
                 visit: Visit<'_>,
             ) -> Result<()> {
-                let from = after.saturating_add(1);
-                match state {
-                    None => {
-                        let table = self.table(ACTIVITY)?;
-                        for entry in table.range(from..)? {
-                            let (k, v) = entry?;
-                            if visit(k.value(), v.value())? == Flow::Stop {
-                                break;
-                            }
-                        }
-                    }
-                    Some(state) => {
-                        let table = self.table(ACTIVITY_BY_STATE)?;
-                        let code = state.code();
-                        for entry in table.range((code, from)..=(code, u64::MAX))? {
-                            let (k, v) = entry?;
-                            if visit(k.value().1, v.value())? == Flow::Stop {
-                                break;
-                            }
-                        }
+                let table = self.table(ACTIVITY)?;
+                let prefix = state.map_or(ALL_STATES, State::code);
+                for entry in table.range((prefix, after.saturating_add(1))..=(prefix, u64::MAX))? {
+                    let (k, v) = entry?;
+                    if visit(k.value().1, v.value())? == Flow::Stop {
+                        break;
                     }
                 }
                 Ok(())
@@ -342,13 +312,6 @@ impl_read!(Snapshot);
 impl_read!(Writer);
 
 impl WriteTx for Writer {
-    fn next_id(&mut self, kind: IdKind) -> Result<u64> {
-        let mut meta = self.table(META)?;
-        let next = meta.get(counter(kind))?.map(|v| v.value()).unwrap_or(0) + 1;
-        meta.insert(counter(kind), next)?;
-        Ok(next)
-    }
-
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
         self.table(TOKENS)?.insert(key, encode(token)?.as_slice())?;
         Ok(())
@@ -381,13 +344,12 @@ impl WriteTx for Writer {
         }
         {
             let mut activity = self.table(ACTIVITY)?;
-            let mut by_state = self.table(ACTIVITY_BY_STATE)?;
             if let Some(b) = before {
-                activity.remove(b.last_message)?;
-                by_state.remove((b.state.code(), b.last_message))?;
+                activity.remove((ALL_STATES, b.last_message))?;
+                activity.remove((b.state.code(), b.last_message))?;
             }
-            activity.insert(thread.last_message, thread.id)?;
-            by_state.insert((thread.state.code(), thread.last_message), thread.id)?;
+            activity.insert((ALL_STATES, thread.last_message), thread.id)?;
+            activity.insert((thread.state.code(), thread.last_message), thread.id)?;
         }
         self.table(THREADS)?
             .insert(thread.id, encode(thread)?.as_slice())?;
@@ -399,8 +361,6 @@ impl WriteTx for Writer {
             .insert((message.thread, message.id), encode(message)?.as_slice())?;
         self.table(MESSAGE_THREAD)?
             .insert(message.id, message.thread)?;
-        self.table(LAST_BY)?
-            .insert((message.thread, message.identity.as_str()), message.id)?;
         Ok(())
     }
 
@@ -450,17 +410,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counters_start_at_one_and_commit_whole() {
+    fn ids_follow_the_last_stored_key_and_commit_whole() {
         let store = RedbStore::in_memory().unwrap();
         let mut w = store.write().unwrap();
-        assert_eq!(w.next_id(IdKind::Thread).unwrap(), 1);
-        assert_eq!(w.next_id(IdKind::Thread).unwrap(), 2);
+        assert_eq!(w.next_id(IdKind::Message).unwrap(), 1);
+        let event = |id| EventRec {
+            id,
+            thread: 1,
+            message: 1,
+            change: crate::store::records::Change::State {
+                from: State::Open,
+                to: State::Closed,
+                confirmation: false,
+            },
+            by_user: false,
+            identity: "r:a".into(),
+            extension: None,
+            label: None,
+            confirmed: false,
+            at: 0,
+        };
+        w.put_event(&event(1)).unwrap();
+        assert_eq!(w.next_id(IdKind::Event).unwrap(), 2);
         drop(w); // aborted: nothing stays
-        assert_eq!(store.read().unwrap().last_id(IdKind::Thread).unwrap(), 0);
+        assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 0);
         let mut w = store.write().unwrap();
-        w.next_id(IdKind::Message).unwrap();
+        w.put_event(&event(1)).unwrap();
         w.commit().unwrap();
-        assert_eq!(store.read().unwrap().last_id(IdKind::Message).unwrap(), 1);
+        assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 1);
     }
 
     #[test]

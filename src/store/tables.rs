@@ -5,7 +5,8 @@ use redb::TableDefinition;
 /// The version of the layout below. A file with a newer one is refused.
 pub(super) const SCHEMA_VERSION: u64 = 1;
 
-/// `schema_version`, `cursor_key` and the id counters (`last_thread`, …).
+/// `schema_version` and `cursor_key`. Id counters are not stored: the next id of a
+/// kind is one past the last key of its table, which saves a write per post.
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("parley_meta");
 /// First half of the SHA-256 of the secret → token record.
 pub(super) const TOKENS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tokens");
@@ -26,12 +27,10 @@ pub(super) const THREAD_EVENTS: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("thread_events");
 /// (awaited identity or "*", turn-setting message) → thread: the inbox index.
 pub(super) const TURNS: TableDefinition<(&str, u64), u64> = TableDefinition::new("turns");
-/// Latest message of a thread → thread: the thread list index.
-pub(super) const ACTIVITY: TableDefinition<u64, u64> = TableDefinition::new("activity");
-/// (state code, latest message) → thread: the thread list index by state.
-pub(super) const ACTIVITY_BY_STATE: TableDefinition<(u8, u64), u64> =
-    TableDefinition::new("activity_by_state");
-/// (thread, identity) → that identity's latest message there (repeat guard).
-pub(super) const LAST_BY: TableDefinition<(u64, &str), u64> = TableDefinition::new("last_by");
+/// (state code, or `ALL_STATES`; latest message) → thread: the thread list index,
+/// with each thread under its state and under `ALL_STATES`.
+pub(super) const ACTIVITY: TableDefinition<(u8, u64), u64> = TableDefinition::new("activity");
+/// The `ACTIVITY` key prefix of the whole list.
+pub(super) const ALL_STATES: u8 = u8::MAX;
 /// (identity, message) → time: recent writes of llm identities (rate limit).
 pub(super) const WRITES: TableDefinition<(&str, u64), i64> = TableDefinition::new("writes");
