@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every test of the project: Rust (unit, integration, conformance, properties,
+# crash), C (ABI under AddressSanitizer, conformance through the ABI), Python
+# (package, conformance, stubs), end to end (MCP SDK, MCP conformance suite, REST),
+# and a quick benchmark smoke run. Needs only Rust, Python 3 and a C compiler;
+# it installs the rest itself (a venv under .venv, jansson from Debian, npm packages).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "Rust tests"
+cargo test --workspace --locked
+
+step "C ABI tests"
+bash bindings/c/tests/run.sh
+
+step "Python package tests"
+bash tests/python/run.sh
+
+step "end-to-end tests (MCP SDK, MCP conformance suite)"
+bash tests/e2e/run.sh
+
+step "benchmark smoke run"
+cargo run --release --locked -p parley-bench -- --quick
+
+step "demo"
+cargo run --locked -p parley-cli -- demo >/dev/null
+echo "all test suites passed"
