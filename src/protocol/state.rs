@@ -104,6 +104,10 @@ pub fn mark(
     confirmer: bool,
     human: bool,
 ) -> Result<Effect, ()> {
+    // Only a human may name `open` in a mark (§6); others reopen.
+    if target == State::Open && !human {
+        return Err(());
+    }
     if current == target {
         return if !confirmed && confirmer {
             Ok(Effect::Confirm)
@@ -145,6 +149,7 @@ mod tests {
         assert_eq!(mark(Deferred, true, Obsolete, true, false), Err(()));
         assert_eq!(mark(Deferred, true, Closed, true, false), Err(()));
         assert_eq!(mark(Answered, false, Open, true, false), Err(()));
+        assert_eq!(mark(Open, false, Open, true, false), Err(()));
     }
 
     #[test]
