@@ -14,8 +14,16 @@ fn parallel_writers_lose_nothing() {
     let dir = std::env::temp_dir().join(format!("parley-conc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let forum = Arc::new(Forum::open(dir.join("f.redb"), config).unwrap());
-    let asker = forum.create_token(&TokenSpec::llm("asker", &[Right::Read, Right::Write])).unwrap();
-    let root = forum.call(Some(&asker), "post", &json!({"kind": "ask", "body": "shared"})).unwrap();
+    let asker = forum
+        .create_token(&TokenSpec::llm("asker", &[Right::Read, Right::Write]))
+        .unwrap();
+    let root = forum
+        .call(
+            Some(&asker),
+            "post",
+            &json!({"kind": "ask", "body": "shared"}),
+        )
+        .unwrap();
     let thread = root["thread"]["id"].as_str().unwrap().to_string();
 
     let writers = 8;
@@ -42,15 +50,23 @@ fn parallel_writers_lose_nothing() {
     let mut all: Vec<u64> = Vec::new();
     for h in handles {
         let ids = h.join().unwrap();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one writer increase");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "ids of one writer increase"
+        );
         all.extend(ids);
     }
     all.sort_unstable();
     all.dedup();
     assert_eq!(all.len(), writers * per_writer, "ids are unique");
-    let view = forum.call(Some(&asker), "get_thread", &json!({"thread": thread})).unwrap();
+    let view = forum
+        .call(Some(&asker), "get_thread", &json!({"thread": thread}))
+        .unwrap();
     assert_eq!(view["thread"]["message_count"], 1 + writers * per_writer);
-    assert_eq!(view["messages"][0]["replies"].as_array().unwrap().len(), writers * per_writer);
+    assert_eq!(
+        view["messages"][0]["replies"].as_array().unwrap().len(),
+        writers * per_writer
+    );
     drop(view);
     std::fs::remove_dir_all(&dir).unwrap();
 }

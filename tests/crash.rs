@@ -15,7 +15,9 @@ const CHILD_ENV: &str = "PARLEY_CRASH_CHILD_DB";
 #[test]
 #[ignore = "run by `killed_writers_lose_no_acknowledged_post` as a child process"]
 fn crash_child_writer() {
-    let Ok(db) = std::env::var(CHILD_ENV) else { return };
+    let Ok(db) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let token = std::env::var("PARLEY_CRASH_TOKEN").unwrap();
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
@@ -24,12 +26,20 @@ fn crash_child_writer() {
     let mut thread: Option<String> = None;
     for i in 0u64.. {
         let args = match &thread {
-            Some(t) if i % 50 != 0 => json!({"kind": "note", "thread": t, "from": {"extension": "w"}, "body": format!("note {i}")}),
+            Some(t) if i % 50 != 0 => {
+                json!({"kind": "note", "thread": t, "from": {"extension": "w"}, "body": format!("note {i}")})
+            }
             _ => json!({"kind": "ask", "body": format!("question {i}")}),
         };
         let result = forum.call(Some(&token), "post", &args).unwrap();
         thread = Some(result["thread"]["id"].as_str().unwrap().to_string());
-        writeln!(out, "{} {}", result["message"]["id"].as_str().unwrap(), result["thread"]["id"].as_str().unwrap()).unwrap();
+        writeln!(
+            out,
+            "{} {}",
+            result["message"]["id"].as_str().unwrap(),
+            result["thread"]["id"].as_str().unwrap()
+        )
+        .unwrap();
         out.flush().unwrap();
     }
 }
@@ -42,23 +52,39 @@ fn pseudo_random(seed: &mut u64) -> u64 {
 }
 
 fn verify(db: &Path, token: &str, acked: &[(String, String)]) -> u64 {
-    assert!(parley_forum::store::check_integrity(db).unwrap(), "integrity check failed");
+    assert!(
+        parley_forum::store::check_integrity(db).unwrap(),
+        "integrity check failed"
+    );
     let forum = Forum::open(db, Config::default()).unwrap();
     let mut threads: std::collections::HashMap<String, Value> = Default::default();
     for (msg, thread) in acked {
-        let view = threads
-            .entry(thread.clone())
-            .or_insert_with(|| forum.call(Some(token), "get_thread", &json!({"thread": thread})).unwrap());
+        let view = threads.entry(thread.clone()).or_insert_with(|| {
+            forum
+                .call(Some(token), "get_thread", &json!({"thread": thread}))
+                .unwrap()
+        });
         let text = view.to_string();
-        assert!(text.contains(&format!("\"id\":\"{msg}\"")), "acknowledged {msg} is missing from {thread}");
+        assert!(
+            text.contains(&format!("\"id\":\"{msg}\"")),
+            "acknowledged {msg} is missing from {thread}"
+        );
     }
     // Ids stay dense and increasing: the newest thread's message count agrees with its tree.
-    let listed = forum.call(Some(token), "list_threads", &json!({"limit": 200})).unwrap();
+    let listed = forum
+        .call(Some(token), "list_threads", &json!({"limit": 200}))
+        .unwrap();
     for item in listed["items"].as_array().unwrap() {
         let id = item["id"].as_str().unwrap();
-        let view = forum.call(Some(token), "get_thread", &json!({"thread": id})).unwrap();
+        let view = forum
+            .call(Some(token), "get_thread", &json!({"thread": id}))
+            .unwrap();
         let count = view.to_string().matches("\"kind\":").count() as u64;
-        assert_eq!(count, item["message_count"].as_u64().unwrap(), "message_count of {id}");
+        assert_eq!(
+            count,
+            item["message_count"].as_u64().unwrap(),
+            "message_count of {id}"
+        );
     }
     listed["items"].as_array().unwrap().len() as u64
 }
@@ -70,14 +96,25 @@ fn killed_writers_lose_no_acknowledged_post() {
     let db = dir.join("forum.redb");
     let token = {
         let forum = Forum::open(&db, Config::default()).unwrap();
-        forum.create_token(&TokenSpec::llm("writer", &[Right::Read, Right::Write])).unwrap()
+        forum
+            .create_token(&TokenSpec::llm("writer", &[Right::Read, Right::Write]))
+            .unwrap()
     };
-    let rounds: u64 = std::env::var("PARLEY_CRASH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(12);
+    let rounds: u64 = std::env::var("PARLEY_CRASH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(12);
     let mut seed = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
     let mut acked_total = Vec::new();
     for _ in 0..rounds {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child_writer", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_child_writer",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, &db)
             .env("PARLEY_CRASH_TOKEN", &token)
             .stdout(Stdio::piped())
@@ -100,7 +137,9 @@ fn killed_writers_lose_no_acknowledged_post() {
             }
         }
         // Land the kill at a random point of the next commits, not only between them.
-        std::thread::sleep(std::time::Duration::from_micros(pseudo_random(&mut seed) % 3000));
+        std::thread::sleep(std::time::Duration::from_micros(
+            pseudo_random(&mut seed) % 3000,
+        ));
         child.kill().unwrap(); // SIGKILL on Unix: no destructor, no flush.
         child.wait().unwrap();
         assert!(seen > 0, "the child acknowledged nothing");
