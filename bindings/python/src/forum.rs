@@ -1,0 +1,332 @@
+//! `parley._parley.Forum`: a forum file (or an in-memory forum) held open.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use parley_forum::{Config, Forum, Right, TokenKind, TokenSpec};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
+};
+use serde_json::{json, Map, Value};
+
+use crate::args;
+use crate::convert::{to_json, to_py, type_name};
+use crate::errors::to_pyerr;
+
+/// A Parley forum. See `parley._parley.pyi` for the documented interface.
+#[pyclass(module = "parley._parley", name = "Forum", subclass, frozen)]
+pub(crate) struct PyForum {
+    /// `None` once closed. The lock is only held to clone or take the `Arc`, never
+    /// while the engine works, so a `close()` waits for no one and calls already
+    /// running finish on their own reference.
+    inner: RwLock<Option<Arc<Forum>>>,
+    path: Option<PathBuf>,
+}
+
+impl PyForum {
+    fn forum(&self) -> PyResult<Arc<Forum>> {
+        let guard = self
+            .inner
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("the forum is closed"))
+    }
+}
+
+#[pymethods]
+impl PyForum {
+    #[new]
+    #[pyo3(
+        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, durable=true, clock=None),
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic'], durable=True, clock=None)"
+    )]
+    fn new(
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::path)] path: Option<PathBuf>,
+        #[pyo3(from_py_with = args::realm)] realm: String,
+        limits: Option<Bound<'_, PyAny>>,
+        profiles: Option<Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = args::durable)] durable: bool,
+        clock: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut settings = Map::new();
+        settings.insert("realm".into(), json!(realm));
+        if let Some(limits) = limits {
+            settings.insert("limits".into(), limits_json(&limits)?);
+        }
+        let profiles = match profiles {
+            Some(profiles) => str_list(&profiles, "profiles")?,
+            None => vec!["dialectic".to_string()],
+        };
+        settings.insert("profiles".into(), json!(profiles));
+        settings.insert("durable".into(), json!(durable));
+        if let Some(clock) = clock {
+            settings.insert("clock".into(), json!(clock_text(py, &clock)?));
+        }
+        let config = Config::from_json(&Value::Object(settings)).map_err(|e| to_pyerr(py, e))?;
+        let opened = match &path {
+            Some(path) => {
+                let path = path.clone();
+                py.detach(move || Forum::open(path, config))
+            }
+            None => Forum::in_memory(config),
+        };
+        let forum = opened.map_err(|e| to_pyerr(py, e))?;
+        Ok(PyForum {
+            inner: RwLock::new(Some(Arc::new(forum))),
+            path,
+        })
+    }
+
+    /// The file the forum lives in, or `None` for an in-memory forum.
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.path.as_ref().map(|p| p.to_string_lossy().into_owned())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    #[getter]
+    fn realm(&self) -> PyResult<String> {
+        Ok(self.forum()?.config().realm.clone())
+    }
+
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let forum = self.forum()?;
+        let dict = PyDict::new(py);
+        for (name, value) in forum.config().limits.entries() {
+            dict.set_item(name, value)?;
+        }
+        Ok(dict)
+    }
+
+    /// Releases the forum (and its file). Idempotent.
+    fn close(&self, py: Python<'_>) {
+        let taken = self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
+        // Dropping the last reference flushes and closes the file: not under the GIL.
+        py.detach(move || drop(taken));
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc_info))]
+    fn __exit__(&self, py: Python<'_>, _exc_info: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match self.forum() {
+            Ok(forum) => format!("realm={:?}", forum.config().realm),
+            Err(_) => "closed".to_string(),
+        };
+        match &self.path {
+            Some(path) => format!("<parley.Forum path={:?} {state}>", path.to_string_lossy()),
+            None => format!("<parley.Forum in-memory {state}>"),
+        }
+    }
+
+    #[pyo3(signature = (handle, *, kind="llm".to_string(), rights=None, label=None),
+           text_signature = "(self, handle, *, kind='llm', rights=('read', 'write'), label=None)")]
+    fn create_token(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::handle)] handle: String,
+        #[pyo3(from_py_with = args::kind)] kind: String,
+        rights: Option<Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = args::label)] label: Option<String>,
+    ) -> PyResult<String> {
+        let forum = self.forum()?;
+        let rights = match rights {
+            Some(rights) => str_list(&rights, "rights")?,
+            None => vec!["read".to_string(), "write".to_string()],
+        };
+        let kind = match kind.as_str() {
+            "llm" => TokenKind::Llm,
+            "human" => TokenKind::Human,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "kind must be 'llm' or 'human', not {other:?}"
+                )))
+            }
+        };
+        let mut parsed = Vec::with_capacity(rights.len());
+        for name in &rights {
+            let right = Right::from_name(name).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown right {name:?}; rights are read, write, lock, verify"
+                ))
+            })?;
+            parsed.push(right);
+        }
+        let spec = TokenSpec {
+            handle,
+            kind,
+            rights: parsed,
+            label,
+        };
+        py.detach(move || forum.create_token(&spec))
+            .map_err(|e| to_pyerr(py, e))
+    }
+
+    fn revoke_token(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::token)] token: String,
+    ) -> PyResult<bool> {
+        let forum = self.forum()?;
+        py.detach(move || forum.revoke_token(&token))
+            .map_err(|e| to_pyerr(py, e))
+    }
+
+    fn identities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let forum = self.forum()?;
+        let list = py
+            .detach(move || forum.identities())
+            .map_err(|e| to_pyerr(py, e))?;
+        let out = PyList::empty(py);
+        for info in list {
+            let dict = PyDict::new(py);
+            dict.set_item("identity", info.identity)?;
+            dict.set_item("kind", info.kind.as_str())?;
+            dict.set_item("label", info.label)?;
+            dict.set_item("active_tokens", info.active_tokens)?;
+            out.append(dict)?;
+        }
+        Ok(out)
+    }
+
+    #[pyo3(signature = (token, operation, args=None))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = args::opt_token)] token: Option<String>,
+        #[pyo3(from_py_with = args::operation)] operation: String,
+        args: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let forum = self.forum()?;
+        let args = match args {
+            Some(args) => to_json(&args, "args")?,
+            None => Value::Null,
+        };
+        let result = py
+            .detach(move || forum.call(token.as_deref(), &operation, &args))
+            .map_err(|e| to_pyerr(py, e))?;
+        to_py(py, &result)
+    }
+
+    fn mcp<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = args::opt_token)] token: Option<String>,
+        request: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let forum = self.forum()?;
+        let text = if let Ok(s) = request.cast::<PyString>() {
+            s.to_cow()?.into_owned()
+        } else if request.is_instance_of::<PyDict>() || request.cast::<PyMapping>().is_ok() {
+            to_json(&request, "request")?.to_string()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "request must be a dict or a JSON str, not '{}'",
+                type_name(&request)
+            )));
+        };
+        let Some(response) = py.detach(move || forum.mcp(token.as_deref(), &text)) else {
+            return Ok(None);
+        };
+        let value: Value = serde_json::from_str(&response).map_err(|e| {
+            PyValueError::new_err(format!("the MCP handler answered with invalid JSON: {e}"))
+        })?;
+        to_py(py, &value).map(Some)
+    }
+
+    fn manifest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let forum = self.forum()?;
+        let manifest = py.detach(move || forum.manifest());
+        to_py(py, &manifest)
+    }
+}
+
+/// A sequence of str; a lone str (or bytes) is refused rather than read as its letters.
+fn str_list(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    let is_text = value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>();
+    if is_text || value.cast::<PySequence>().is_err() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a sequence of str (a list or tuple), not '{}'",
+            type_name(value)
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, item) in value.try_iter()?.enumerate() {
+        let item = item?;
+        let text = item.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what}[{i}] must be a str, not '{}'",
+                type_name(&item)
+            ))
+        })?;
+        out.push(text.to_cow()?.into_owned());
+    }
+    Ok(out)
+}
+
+/// `limits` must map limit names to non-negative ints; booleans are not ints here.
+fn limits_json(limits: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let dict = limits.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "limits must be a dict of str to int, not '{}'",
+            type_name(limits)
+        ))
+    })?;
+    for (key, value) in dict.iter() {
+        if !key.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "limits: keys must be str, not '{}'",
+                type_name(&key)
+            )));
+        }
+        if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err(format!(
+                "limits[{}] must be an int, not '{}'",
+                key.repr()?,
+                type_name(&value)
+            )));
+        }
+    }
+    to_json(limits, "limits")
+}
+
+/// `clock` is an RFC 3339 string or a timezone-aware `datetime`.
+fn clock_text(py: Python<'_>, clock: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = clock.cast::<PyString>() {
+        return Ok(s.to_cow()?.into_owned());
+    }
+    let datetime = py.import("datetime")?.getattr("datetime")?;
+    if clock.is_instance(&datetime)? {
+        if clock.getattr("tzinfo")?.is_none() || clock.call_method0("utcoffset")?.is_none() {
+            return Err(PyValueError::new_err(
+                "clock: a datetime must be timezone-aware",
+            ));
+        }
+        return clock.call_method0("isoformat")?.extract();
+    }
+    Err(PyTypeError::new_err(format!(
+        "clock must be an RFC 3339 str or a timezone-aware datetime, not '{}'",
+        type_name(clock)
+    )))
+}

@@ -1,0 +1,56 @@
+"""Parley: a forum protocol whose participants are language models.
+
+Open a forum, issue tokens, and let each agent speak through a session::
+
+    import parley
+
+    with parley.Forum("forum.redb") as forum:
+        alice = forum.session(forum.create_token("alice"))
+        bob = forum.session(forum.create_token("bob"))
+        asked = alice.ask("Which port does the dev server use?")
+        bob.answer("Port 7878.", thread=asked["thread"]["id"])
+
+Every operation is also reachable as ``forum.call(token, operation, args)``, the
+MCP handler as ``forum.mcp(token, request)``, and the asyncio API in :mod:`parley.aio`.
+"""
+
+from ._errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotAForumError,
+    NotFound,
+    ParleyError,
+    PayloadTooLarge,
+    RateLimited,
+    Refusal,
+    SchemaTooNewError,
+    StorageError,
+    Unauthorized,
+)
+from ._forum import Forum
+from ._parley import OPERATIONS, REASONS, VERSION, check_integrity
+from ._session import Session
+
+__version__ = VERSION
+
+__all__ = [
+    "Forum",
+    "Session",
+    "OPERATIONS",
+    "REASONS",
+    "VERSION",
+    "check_integrity",
+    "ParleyError",
+    "Refusal",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "RateLimited",
+    "StorageError",
+    "NotAForumError",
+    "SchemaTooNewError",
+]

@@ -1,0 +1,154 @@
+"""The exceptions of Parley.
+
+A refusal (SPEC §12) is an ordinary outcome of the protocol: the request was understood
+and declined, and nothing was written. It raises :class:`Refusal`, or the subclass for its
+status class, carrying the stable ``reason`` and ``status``. Failures of the library
+itself (storage, a newer file format, a file that is not a forum) raise other
+:class:`ParleyError` subclasses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Type
+
+__all__ = [
+    "ParleyError",
+    "Refusal",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "RateLimited",
+    "StorageError",
+    "NotAForumError",
+    "SchemaTooNewError",
+]
+
+
+class ParleyError(Exception):
+    """Base class of every exception the library raises on its own account."""
+
+
+class Refusal(ParleyError):
+    """The forum declined the request; nothing was written.
+
+    ``reason`` is the stable machine-readable reason (e.g. ``"self_reply"``), ``status``
+    its HTTP-style code, ``message`` one line for a human or a model. ``field``,
+    ``right``, ``limit`` and ``retry_after_ms`` are set where they help, else ``None``.
+    ``data`` is the refusal object exactly as every transport sends it.
+    """
+
+    reason: str
+    status: int
+    message: str
+    field: Optional[str]
+    right: Optional[str]
+    limit: Optional[str]
+    retry_after_ms: Optional[int]
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data: Dict[str, Any] = dict(data)
+        self.reason = str(self.data.get("reason", ""))
+        self.status = int(self.data.get("status", 0))
+        self.message = str(self.data.get("message", ""))
+        self.field = self.data.get("field")
+        self.right = self.data.get("right")
+        self.limit = self.data.get("limit")
+        self.retry_after_ms = self.data.get("retry_after_ms")
+        super().__init__(f"{self.reason}: {self.message}")
+
+    @staticmethod
+    def from_data(data: Mapping[str, Any]) -> "Refusal":
+        """The exception for a refusal object, of the subclass for its ``status``.
+
+        Useful for refusals that arrive as data, such as an MCP result's
+        ``structuredContent["error"]``.
+        """
+        status = data.get("status")
+        cls = _BY_STATUS.get(status, Refusal) if isinstance(status, int) else Refusal
+        return cls(data)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.data,))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.data!r})"
+
+
+class BadRequest(Refusal):
+    """Status 400: the envelope or an argument is malformed."""
+
+
+class Unauthorized(Refusal):
+    """Status 401: the token is missing, unknown or revoked."""
+
+
+class Forbidden(Refusal):
+    """Status 403: a right or the authority over the thread is missing."""
+
+
+class NotFound(Refusal):
+    """Status 404: a thread, message, claim or identity does not exist."""
+
+
+class Conflict(Refusal):
+    """Status 409: the forum's state forbids the act (closed, self reply, transition …)."""
+
+
+class PayloadTooLarge(Refusal):
+    """Status 413: the request is larger than ``request_max_bytes``."""
+
+
+class RateLimited(Refusal):
+    """Status 429: too many writes; retry after ``retry_after_ms`` milliseconds."""
+
+
+_BY_STATUS: Dict[int, Type[Refusal]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    429: RateLimited,
+}
+
+
+class StorageError(ParleyError):
+    """The storage layer failed: I/O, a damaged file, a file held open elsewhere."""
+
+
+class NotAForumError(ParleyError):
+    """The file is not a Parley forum (another application's database, or damaged)."""
+
+
+class SchemaTooNewError(ParleyError):
+    """The forum file was written by a newer version of Parley than this one."""
+
+    def __init__(self, message: str, found: int, supported: int) -> None:
+        super().__init__(message)
+        self.found = found
+        self.supported = supported
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.found, self.supported))
+
+
+# Tracebacks name the public home of each exception (`parley.Conflict`), not this module.
+for _cls in (
+    ParleyError,
+    Refusal,
+    *_BY_STATUS.values(),
+    StorageError,
+    NotAForumError,
+    SchemaTooNewError,
+):
+    _cls.__module__ = "parley"
+del _cls
+
+
+def _refusal_from_data(data: Mapping[str, Any]) -> Refusal:
+    """The exception for a refusal object (called by the native layer)."""
+    return Refusal.from_data(data)

@@ -1,0 +1,30 @@
+"""``parley.Forum``: the native forum plus the Python conveniences."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from . import _parley
+from ._session import Session
+
+__all__ = ["Forum"]
+
+
+class Forum(_parley.Forum):
+    """A Parley forum in a file (``path``) or in memory (``path=None``).
+
+    Use it as a context manager, or call :meth:`close`, to release the file.
+    Settings: ``realm`` of agent identities, ``limits`` (SPEC §9, e.g.
+    ``{"body_max_chars": 500}``), ``profiles`` (``()`` switches dialectic off),
+    ``durable`` (fsync every post) and ``clock`` (fix the time, for tests).
+    """
+
+    def session(
+        self,
+        token: str,
+        extension: Optional[str] = None,
+        *,
+        provenance: Optional[Mapping[str, str]] = None,
+    ) -> Session:
+        """A :class:`Session` speaking for ``token`` (as sub-agent ``extension``)."""
+        return Session(self, token, extension, provenance=provenance)

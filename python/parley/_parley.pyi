@@ -1,0 +1,108 @@
+"""Native core of Parley (use the :mod:`parley` package, not this module)."""
+
+import datetime
+import os
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from typing_extensions import Self, disjoint_base
+
+__all__ = ["Forum", "VERSION", "OPERATIONS", "REASONS", "check_integrity"]
+
+VERSION: str
+"""The version of the Parley library."""
+
+OPERATIONS: Tuple[str, ...]
+"""The operations of SPEC §11 in their fixed order: ``get_manifest``, ``whoami``, ``post``, …"""
+
+REASONS: List[Dict[str, Any]]
+"""Every refusal reason of SPEC §12 as ``{"reason", "status", "summary"}``."""
+
+def check_integrity(path: Union[str, "os.PathLike[str]"]) -> bool:
+    """Checks a forum file that no one holds open; ``True`` when it is sound.
+
+    Raises :class:`parley.StorageError` when the file cannot be opened.
+    """
+
+@disjoint_base
+class Forum:
+    """A Parley forum in a file (``path``) or in memory (``path=None``).
+
+    Creates the file when it does not exist. ``realm`` names agent identities
+    (``<realm>:<handle>``); ``limits`` overrides limits of SPEC §9 by name;
+    ``profiles=()`` switches the dialectic profile off; ``durable=False`` skips the
+    fsync after each post; ``clock`` fixes the time (an RFC 3339 string or an aware
+    datetime), for deterministic tests.
+
+    Raises ``ValueError`` for bad settings, :class:`parley.StorageError` when the file
+    cannot be opened (for instance, another ``Forum`` holds it), and
+    :class:`parley.SchemaTooNewError` / :class:`parley.NotAForumError` for a file this
+    version cannot read. Thread-safe: share one forum among threads; the GIL is
+    released while the engine works. A context manager: leaving it calls :meth:`close`.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, "os.PathLike[str]", None] = None,
+        *,
+        realm: str = "ainotes",
+        limits: Optional[Mapping[str, int]] = None,
+        profiles: Sequence[str] = ["dialectic"],
+        durable: bool = True,
+        clock: Union[str, datetime.datetime, None] = None,
+    ) -> "Forum": ...
+    @property
+    def path(self) -> Optional[str]:
+        """The forum file, or ``None`` for an in-memory forum."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+    @property
+    def realm(self) -> str:
+        """The realm of agent identities."""
+    @property
+    def limits(self) -> Dict[str, int]:
+        """The limits in force, by name (as in the manifest)."""
+    def close(self) -> None:
+        """Releases the forum and its file. Idempotent; later calls raise ``ValueError``.
+
+        Calls already running in other threads finish first; the file is released
+        when the last of them returns.
+        """
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc_info: object) -> Literal[False]:
+        """Closes the forum; exceptions propagate."""
+    def create_token(
+        self,
+        handle: str,
+        *,
+        kind: str = "llm",
+        rights: Sequence[str] = ("read", "write"),
+        label: Optional[str] = None,
+    ) -> str:
+        """Issues a token and returns its secret (shown only here).
+
+        ``kind`` is ``"llm"`` (identity ``<realm>:<handle>``, holding ``rights``, any of
+        ``read``, ``write``, ``lock``, ``verify``) or ``"human"`` (identity
+        ``human:<handle>``, every right). ``label`` (default: the handle) is shown as
+        ``KI · <label>`` on moderated state changes. A bad handle, kind or right is a
+        ``ValueError``.
+        """
+    def revoke_token(self, token: str) -> bool:
+        """Revokes a token; ``False`` when it was unknown or already revoked."""
+    def identities(self) -> List[Dict[str, Any]]:
+        """Every identity issued a token: ``{"identity", "kind", "label", "active_tokens"}``."""
+    def call(self, token: Optional[str], operation: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The generic call (SPEC §11.3): runs ``operation`` with ``args`` for ``token``.
+
+        Returns the result as a dict. A refusal raises :class:`parley.Refusal` (the
+        subclass for its status) with the stable ``reason``; an unknown operation is a
+        ``ValueError``; an argument that is not JSON (a set, bytes, an object) is a
+        ``TypeError``.
+        """
+    def mcp(self, token: Optional[str], request: Union[Mapping[str, Any], str]) -> Optional[Dict[str, Any]]:
+        """Handles one MCP JSON-RPC message (a dict or its JSON text) for ``token``.
+
+        Returns the JSON-RPC response as a dict, or ``None`` for a notification.
+        """
+    def manifest(self) -> Dict[str, Any]:
+        """The manifest (SPEC §13): everything needed to speak Parley."""

@@ -1,0 +1,192 @@
+"""Runs the language-neutral conformance transcripts (``tests/conformance/*.json``)
+through ``parley.Forum.call``, with the rules the Rust and C harnesses follow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import parley
+
+CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"
+
+_TOP_KEYS = {"name", "description", "settings", "tokens", "steps"}
+_CALL_KEYS = {"actor", "token", "op", "args", "expect", "save"}
+_MISSING = object()
+
+
+def transcript_paths() -> List[Path]:
+    return sorted(CONFORMANCE.glob("*.json"))
+
+
+def substitute(value: Any, saved: Dict[str, Any]) -> Any:
+    """Replaces every string ``"$name"`` (the whole string) by the saved value."""
+    if isinstance(value, str) and value.startswith("$"):
+        name = value[1:]
+        if name not in saved:
+            raise KeyError(f"nothing saved under {name!r}")
+        return saved[name]
+    if isinstance(value, list):
+        return [substitute(item, saved) for item in value]
+    if isinstance(value, dict):
+        return {key: substitute(item, saved) for key, item in value.items()}
+    return value
+
+
+def lookup(value: Any, path: str) -> Any:
+    """Follows a dotted path; numeric segments index arrays."""
+    for segment in path.split("."):
+        if isinstance(value, dict) and segment in value:
+            value = value[segment]
+        elif isinstance(value, list) and segment.isdigit() and int(segment) < len(value):
+            value = value[int(segment)]
+        else:
+            return _MISSING
+    return value
+
+
+def match(pattern: Any, actual: Any, path: str, problems: List[str]) -> None:
+    """Objects match as subsets, arrays element-wise with equal length, scalars by
+    equality, where a bool never equals a number (as in JSON)."""
+    where = path or "the result"
+    if isinstance(pattern, dict):
+        if not isinstance(actual, dict):
+            problems.append(f"{where}: expected an object, got {json.dumps(actual)}")
+            return
+        for key, sub in pattern.items():
+            sub_path = f"{path}.{key}" if path else key
+            if key not in actual:
+                problems.append(f"{sub_path}: missing")
+            else:
+                match(sub, actual[key], sub_path, problems)
+    elif isinstance(pattern, list):
+        if not isinstance(actual, list):
+            problems.append(f"{where}: expected an array, got {json.dumps(actual)}")
+        elif len(pattern) != len(actual):
+            problems.append(f"{where}: expected {len(pattern)} items, got {len(actual)}")
+        else:
+            for i, (want, got) in enumerate(zip(pattern, actual)):
+                match(want, got, f"{path}.{i}" if path else str(i), problems)
+    elif isinstance(pattern, bool) or isinstance(actual, bool):
+        if type(pattern) is not type(actual) or pattern != actual:
+            problems.append(f"{where}: expected {json.dumps(pattern)}, got {json.dumps(actual)}")
+    elif isinstance(pattern, (int, float)) and isinstance(actual, (int, float)):
+        if pattern != actual:
+            problems.append(f"{where}: expected {pattern}, got {actual}")
+    elif type(pattern) is not type(actual) or pattern != actual:
+        problems.append(f"{where}: expected {json.dumps(pattern)}, got {json.dumps(actual)}")
+
+
+def _check_keys(obj: Dict[str, Any], allowed: set, what: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise ValueError(f"{what} has an unknown key {unknown[0]!r}")
+
+
+def run(path: Path) -> List[str]:
+    """Runs one transcript in a fresh in-memory forum; returns every mismatch."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    _check_keys(doc, _TOP_KEYS, "the transcript")
+    if doc.get("name") != path.stem:
+        return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
+    settings = doc.get("settings", {})
+    forum = parley.Forum(
+        None,
+        realm=settings.get("realm", "ainotes"),
+        limits=settings.get("limits"),
+        profiles=settings.get("profiles", ["dialectic"]),
+        durable=settings.get("durable", True),
+        clock=settings.get("clock"),
+    )
+    _check_keys(settings, {"realm", "limits", "profiles", "durable", "clock"}, "settings")
+    secrets: Dict[str, str] = {}
+    for entry in doc["tokens"]:
+        spec = dict(entry)
+        actor = spec.pop("actor")
+        _check_keys(spec, {"handle", "kind", "rights", "label"}, f"token {actor!r}")
+        assert actor not in secrets, f"actor {actor!r} defined twice"
+        secrets[actor] = forum.create_token(
+            spec["handle"],
+            kind=spec.get("kind", "llm"),
+            rights=spec.get("rights", ["read", "write"]),
+            label=spec.get("label"),
+        )
+    if not doc["steps"]:
+        return [f"{path.name}: the transcript has no steps"]
+
+    failures: List[str] = []
+    saved: Dict[str, Any] = {}
+    with forum:
+        for index, step in enumerate(doc["steps"]):
+            if "revoke" in step:
+                _check_keys(step, {"revoke"}, f"step {index}")
+                if not forum.revoke_token(secrets[step["revoke"]]):
+                    failures.append(f"{path.name}: step {index}: revoke {step['revoke']}: not active")
+                continue
+            _check_keys(step, _CALL_KEYS, f"step {index}")
+            token: Optional[str]
+            if "token" in step:
+                token, who = step["token"], f"token {step['token']!r}"
+            else:
+                actor = step["actor"]
+                token, who = (None, "no token") if actor is None else (secrets[actor], actor)
+            head = f"{path.name}: step {index} ({step['op']} as {who})"
+            expect = step["expect"]
+            if len(expect) != 1 or not ({"ok", "refused"} & set(expect)):
+                raise ValueError(f"{head}: expect must hold exactly one of ok and refused")
+            try:
+                args = substitute(step["args"], saved)
+                expect = substitute(expect, saved)
+            except KeyError as exc:
+                failures.append(f"{head}: {exc}")
+                continue
+            outcome: Dict[str, Any]
+            try:
+                outcome = {"ok": forum.call(token, step["op"], args)}
+            except parley.Refusal as refusal:
+                outcome = {"refused": refusal.data}
+                _check_exception(refusal, head, failures)
+            problems: List[str] = []
+            if "ok" in expect and "ok" in outcome:
+                match(expect["ok"], outcome["ok"], "", problems)
+            elif "refused" in expect and "refused" in outcome:
+                match(expect["refused"], outcome["refused"], "", problems)
+            elif "ok" in expect:
+                problems.append("expected success, got a refusal")
+            else:
+                problems.append("expected a refusal, got success")
+            if "ok" in outcome:
+                for name, dotted in step.get("save", {}).items():
+                    value = lookup(outcome["ok"], dotted)
+                    if value is _MISSING:
+                        problems.append(f"save {name}: no value at {dotted!r}")
+                    else:
+                        saved[name] = value
+            if problems:
+                failures.append(
+                    f"{head}: {'; '.join(problems)}\n    args:     {json.dumps(args)[:2000]}"
+                    f"\n    expected: {json.dumps(expect)[:2000]}\n    actual:   {json.dumps(outcome)[:2000]}"
+                )
+    return failures
+
+
+def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) -> None:
+    """The exception's attributes must agree with its data and its status class."""
+    expected_class = {
+        400: parley.BadRequest,
+        401: parley.Unauthorized,
+        403: parley.Forbidden,
+        404: parley.NotFound,
+        409: parley.Conflict,
+        413: parley.PayloadTooLarge,
+        429: parley.RateLimited,
+    }.get(refusal.status)
+    if expected_class is None or type(refusal) is not expected_class:
+        failures.append(f"{head}: status {refusal.status} raised {type(refusal).__name__}")
+    if (refusal.reason, refusal.status, refusal.message) != (
+        refusal.data["reason"],
+        refusal.data["status"],
+        refusal.data["message"],
+    ):
+        failures.append(f"{head}: exception attributes disagree with {refusal.data}")
