@@ -3,6 +3,7 @@
 //! leaves nothing behind.
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::claims;
 use super::tokens::{authenticate, Caller, Right};
@@ -16,6 +17,47 @@ use crate::protocol::state::{self, Effect, State};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::store::WriteTx;
 
+/// What a post needs of its parent. For a post that names only its thread, the
+/// parent is the root, known from the thread record without reading it back.
+#[derive(Debug, Clone)]
+struct Parent {
+    id: u64,
+    thread: u64,
+    kind: String,
+    identity: String,
+    extension: Option<String>,
+    depth: u32,
+    parent: Option<u64>,
+}
+
+impl From<MessageRec> for Parent {
+    fn from(m: MessageRec) -> Self {
+        Parent {
+            id: m.id,
+            thread: m.thread,
+            kind: m.kind,
+            identity: m.identity,
+            extension: m.extension,
+            depth: m.depth,
+            parent: m.parent,
+        }
+    }
+}
+
+impl Parent {
+    fn root_of(t: &ThreadRec) -> Self {
+        Parent {
+            id: t.root,
+            thread: t.id,
+            kind: t.root_kind.clone(),
+            identity: t.creator.clone(),
+            extension: t.creator_extension.clone(),
+            depth: 0,
+            parent: None,
+        }
+    }
+}
+
 /// A post waiting for its batch.
 pub(crate) struct PostJob {
     token: Option<String>,
@@ -25,7 +67,7 @@ pub(crate) struct PostJob {
 /// Where the message goes, once its references are resolved.
 struct Place {
     thread: Option<ThreadRec>,
-    parent: Option<MessageRec>,
+    parent: Option<Parent>,
     claim: Option<ClaimRec>,
     superseded: Vec<ClaimRec>,
 }
@@ -34,9 +76,20 @@ fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
     Err(Refusal::new(reason, message).into())
 }
 
-/// Runs of whitespace collapsed, ends trimmed: the repeat guard's notion of "the same".
-fn normalized(body: &str) -> String {
-    body.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Hash of the body with runs of whitespace collapsed and ends trimmed: the repeat
+/// guard's notion of "the same body".
+fn body_hash(body: &str) -> u64 {
+    let mut h = Sha256::new();
+    for (i, word) in body.split_whitespace().enumerate() {
+        if i > 0 {
+            h.update(b" ");
+        }
+        h.update(word.as_bytes());
+    }
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
 }
 
 fn topic(body: &str) -> String {
@@ -154,11 +207,11 @@ impl Forum {
             }
         }
         if let (false, Some(t)) = (caller.human, thread) {
-            if let Some(&last) = t.last_by.get(&caller.identity) {
-                let last = tx.message(last)?;
-                if last.is_some_and(|m| normalized(&m.body) == normalized(&env.body)) {
-                    return refuse(Reason::RepeatedBody, "this body repeats your most recent message in the thread; say something new");
-                }
+            if t.last_body.get(&caller.identity) == Some(&body_hash(&env.body)) {
+                return refuse(
+                    Reason::RepeatedBody,
+                    "this body repeats your most recent message in the thread; say something new",
+                );
             }
         }
 
@@ -252,7 +305,8 @@ impl Forum {
                     created_at: now,
                     updated_at: now,
                     last_message: msg_id,
-                    last_by: Default::default(),
+                    root_kind: act.kind().to_string(),
+                    last_body: Default::default(),
                 }
             }
         };
@@ -416,7 +470,9 @@ impl Forum {
             _ => {}
         }
 
-        thread.last_by.insert(caller.identity.clone(), msg_id);
+        thread
+            .last_body
+            .insert(caller.identity.clone(), body_hash(&env.body));
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -483,7 +539,7 @@ fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
     };
     let mut parent = match env.parent {
         Some(id) => match tx.message(id)? {
-            Some(m) => Some(m),
+            Some(m) => Some(Parent::from(m)),
             None => {
                 return refuse(
                     Reason::MessageNotFound,
@@ -546,14 +602,14 @@ fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
     }
     if parent.is_none() && thread.is_none() {
         if let Some(c) = &claim {
-            parent = tx.message(c.message)?;
+            parent = tx.message(c.message)?.map(Parent::from);
         }
     }
     if let (Some(p), None) = (&parent, &thread) {
         thread = tx.thread(p.thread)?;
     }
     if let (None, Some(t)) = (&parent, &thread) {
-        parent = tx.message(t.root)?;
+        parent = Some(Parent::root_of(t));
     }
     Ok(Place {
         thread,
@@ -674,7 +730,7 @@ fn check_dialectic(caller: &Caller, env: &Checked, place: &Place) -> Result<()> 
 }
 
 /// The author of the nearest `ask` at or above `from`, else of the root.
-fn nearest_ask(tx: &dyn WriteTx, from: Option<&MessageRec>) -> Result<(String, Option<String>)> {
+fn nearest_ask(tx: &dyn WriteTx, from: Option<&Parent>) -> Result<(String, Option<String>)> {
     let mut current = from.cloned();
     let mut root = None;
     while let Some(m) = current {
@@ -682,7 +738,7 @@ fn nearest_ask(tx: &dyn WriteTx, from: Option<&MessageRec>) -> Result<(String, O
             return Ok((m.identity, m.extension));
         }
         current = match m.parent {
-            Some(p) => tx.message(p)?,
+            Some(p) => tx.message(p)?.map(Parent::from),
             None => {
                 root = Some((m.identity.clone(), m.extension.clone()));
                 None

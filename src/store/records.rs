@@ -82,9 +82,11 @@ pub struct ThreadRec {
     pub updated_at: i64,
     /// Id of the latest message: the thread's position in the activity index.
     pub last_message: u64,
-    /// Each identity's latest message here (the repeat guard reads it).
-    #[serde(default)]
-    pub last_by: std::collections::BTreeMap<String, u64>,
+    /// The root message's act (`ask` or `assert`).
+    pub root_kind: String,
+    /// Hash of the normalized body of each identity's latest message here: all
+    /// the repeat guard needs, without reading that message back.
+    pub last_body: std::collections::BTreeMap<String, u64>,
 }
 
 impl ThreadRec {
