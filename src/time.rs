@@ -40,13 +40,43 @@ pub fn format(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
     let (y, mo, d) = civil_from_days(days);
-    let (h, mi, s, milli) = (
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000,
-    );
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+    if !(0..=9999).contains(&y) {
+        let (h, mi, s, milli) = (
+            rem / 3_600_000,
+            rem / 60_000 % 60,
+            rem / 1000 % 60,
+            rem % 1000,
+        );
+        return format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z");
+    }
+    // Every post renders several times; this avoids the formatting machinery.
+    let mut out = [0u8; 24];
+    let mut put = |at: usize, value: i64, width: usize| {
+        let mut v = value;
+        for i in (0..width).rev() {
+            out[at + i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, y, 4);
+    put(5, i64::from(mo), 2);
+    put(8, i64::from(d), 2);
+    put(11, rem / 3_600_000, 2);
+    put(14, rem / 60_000 % 60, 2);
+    put(17, rem / 1000 % 60, 2);
+    put(20, rem % 1000, 3);
+    for (at, sep) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        out[at] = sep;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Parses an RFC 3339 time (`Z` or a numeric offset, optional fraction) to
