@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Builds libparley and runs every check of the C ABI:
+#   - the Rust tests of parley-c: the panic boundary and poisoning, arbitrary
+#     bytes through the entry points, and the header drift check;
+#   - the C tests (test_api.c, test_threads.c) and the C++ header check, compiled
+#     with -std=c99 -Wall -Wextra -Werror -pedantic and run under AddressSanitizer,
+#     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
+#   - the conformance runner over every tests/conformance/*.json;
+#   - the example host examples/c/chat.c, built with the command of its README and
+#     again through pkg-config against the shared library.
+# Prints one line per case and ends with "N passed, M failed"; exits non-zero on
+# any failure. Runs from any directory.
+#
+# Environment: PARLEY_PROFILE=release|debug (default release),
+#              PARLEY_SANITIZER=asan|valgrind (default asan),
+#              CC and CXX (default gcc and g++).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+cd "$ROOT"
+
+PROFILE="${PARLEY_PROFILE:-release}"
+CC="${CC:-gcc}"
+CXX="${CXX:-g++}"
+# The header must be checked here, never rewritten.
+unset PARLEY_BLESS
+SANITIZER="${PARLEY_SANITIZER:-asan}"
+case "$PROFILE" in
+    release) CARGO_PROFILE=(--release) ;;
+    debug) CARGO_PROFILE=() ;;
+    *) echo "PARLEY_PROFILE must be release or debug, not $PROFILE" >&2; exit 2 ;;
+esac
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+LIBDIR="$TARGET/$PROFILE"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/parley-c-tests.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+
+pass() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
+fail() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "not ok - $1"; }
+
+# --- jansson, for the JSON of the test harness ------------------------------
+if ! echo '#include <jansson.h>' | "$CC" -E -x c - >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        echo "# installing libjansson-dev"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjansson-dev >/dev/null
+    else
+        echo "libjansson-dev is missing; install it (apt-get install libjansson-dev) and run again" >&2
+        exit 2
+    fi
+fi
+if [ "$SANITIZER" = valgrind ] && ! command -v valgrind >/dev/null; then
+    echo "PARLEY_SANITIZER=valgrind needs valgrind" >&2
+    exit 2
+fi
+
+# --- build --------------------------------------------------------------------
+echo "# building parley-c ($PROFILE)"
+cargo build -p parley-c "${CARGO_PROFILE[@]}" --quiet
+cargo build -p parley-c "${CARGO_PROFILE[@]}" --example fixtures --quiet
+"$LIBDIR/examples/fixtures" "$WORK/fixtures"
+
+VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n 1)"
+sed -e "s|@LIBDIR@|$LIBDIR|" -e "s|@INCLUDEDIR@|$ROOT/include|" -e "s|@VERSION@|$VERSION|" \
+    "$ROOT/bindings/c/parley.pc.in" >"$LIBDIR/parley.pc"
+
+# --- Rust tests: unit tests (panic boundary, poisoning) and header drift -------
+echo "# cargo test -p parley-c"
+if cargo test -p parley-c --quiet >"$WORK/cargo-test.log" 2>&1; then
+    pass "rust tests of parley-c, header drift included"
+else
+    cat "$WORK/cargo-test.log"
+    fail "rust tests of parley-c, header drift included"
+fi
+
+# --- C and C++ programs -------------------------------------------------------
+CFLAGS=(-std=c99 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/bindings/c/tests")
+CXXFLAGS=(-std=c++11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include")
+LIBS=("$LIBDIR/libparley.a" -ljansson -lpthread -ldl -lm)
+RUNNER=()
+if [ "$SANITIZER" = asan ]; then
+    SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+else
+    SAN=()
+    RUNNER=(valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect
+            --errors-for-leak-kinds=definite,indirect --error-exitcode=99)
+fi
+
+# Compiles one program; on failure counts one failed case.
+build() { # name compiler flags...
+    local name="$1"
+    shift
+    if ! "$@" -o "$WORK/$name" 2>"$WORK/$name.build.log"; then
+        cat "$WORK/$name.build.log"
+        fail "$name builds"
+        return 1
+    fi
+}
+
+# Runs one test program and adds up its "RESULT passed=P failed=F" line. A
+# crash, a sanitizer report or a missing RESULT line is one more failure.
+run_program() { # name args...
+    local name="$1" log="$WORK/$1.log" status=0 line p f
+    shift
+    echo "# $name"
+    "${RUNNER[@]}" "$WORK/$name" "$@" >"$log" 2>&1 || status=$?
+    grep -v '^RESULT ' "$log" || true
+    line="$(grep '^RESULT ' "$log" | tail -n 1 || true)"
+    if [ -z "$line" ]; then
+        fail "$name ran to the end (exit status $status)"
+        return
+    fi
+    p="$(sed -n 's/^RESULT passed=\([0-9]*\) failed=\([0-9]*\)$/\1/p' <<<"$line")"
+    f="$(sed -n 's/^RESULT passed=\([0-9]*\) failed=\([0-9]*\)$/\2/p' <<<"$line")"
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    if [ "$f" -gt 0 ]; then
+        FAILED_NAMES+=("$name")
+    fi
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        fail "$name exited cleanly (exit status $status)"
+    fi
+}
+
+mkdir -p "$WORK/scratch"
+if build test_api "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_api.c" "${LIBS[@]}"; then
+    run_program test_api "$WORK/fixtures" "$WORK/scratch"
+fi
+if build test_threads "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_threads.c" "${LIBS[@]}"; then
+    run_program test_threads
+fi
+if build cpp_header "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/cpp_header.cpp" "${LIBS[@]}"; then
+    run_program cpp_header
+fi
+if build conformance "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/conformance.c" "${LIBS[@]}"; then
+    run_program conformance "$ROOT/tests/conformance"
+fi
+
+# --- the example host -----------------------------------------------------------
+# Built as examples/c/README.md says, then run under the sanitizer of the tests.
+check_chat() { # name command...
+    local name="$1" out="$WORK/$1.out"
+    shift
+    if "$@" >"$out" 2>&1 && grep -q 'thread_closed' "$out" && grep -q '"state": "closed"' "$out" &&
+        grep -q '"body": "Confirmed: 7878 works here."' "$out"; then
+        pass "$name"
+    else
+        cat "$out"
+        fail "$name"
+    fi
+}
+if build chat "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "${SAN[@]}" -I"$ROOT/include" \
+    "$ROOT/examples/c/chat.c" "$LIBDIR/libparley.a" -lpthread -ldl -lm; then
+    check_chat "example chat.c (static library)" "${RUNNER[@]}" "$WORK/chat"
+    check_chat "example chat.c on a forum file" "${RUNNER[@]}" "$WORK/chat" "$WORK/scratch/chat.parley"
+fi
+# The pkg-config file and the shared library.
+if build chat_shared "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "$ROOT/examples/c/chat.c" \
+    $(PKG_CONFIG_PATH="$LIBDIR" pkg-config --cflags --libs parley); then
+    check_chat "example chat.c (shared library via pkg-config)" env LD_LIBRARY_PATH="$LIBDIR" "$WORK/chat_shared"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+if [ "$FAILED" -ne 0 ]; then
+    echo "failed: ${FAILED_NAMES[*]}" >&2
+    exit 1
+fi

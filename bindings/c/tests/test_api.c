@@ -1,0 +1,469 @@
+/* Every export of libparley, every result code the C side can provoke, and the
+ * ownership of every returned string (run under AddressSanitizer/LeakSanitizer
+ * or valgrind, a leak or a double free fails the run).
+ *
+ * Usage: test_api <fixtures directory> <scratch directory>
+ * The fixtures directory holds newer_schema.redb and foreign.redb, written by
+ * `cargo run -p parley-c --example fixtures -- <dir>`. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "check.h"
+#include "parley.h"
+
+static const char *fixtures_dir;
+static const char *scratch_dir;
+
+/* Bytes that are not UTF-8: a lone continuation byte and an overlong form. */
+static const char BAD_UTF8[] = "\x80\xc0\xaf";
+/* A pointer value no call may write over unless told to. */
+#define SENTINEL ((char *)&check_passed)
+
+static const char *SETTINGS = "{\"clock\":\"2026-11-30T12:00:00.000Z\",\"limits\":{\"writes_per_minute\":0}}";
+
+static char *path_in(const char *dir, const char *name) {
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(len);
+    if (path != NULL) {
+        snprintf(path, len, "%s/%s", dir, name);
+    }
+    return path;
+}
+
+/* Parses a string returned by libparley and frees it. */
+static json_t *take_json(char *text) {
+    json_error_t error;
+    json_t *value;
+    if (text == NULL) {
+        return NULL;
+    }
+    value = json_loads(text, JSON_DECODE_ANY, &error);
+    if (value == NULL) {
+        fprintf(stderr, "libparley returned text that is not JSON (%s): %s\n", error.text, text);
+    }
+    parley_string_free(text);
+    return value;
+}
+
+static const char *str_at(json_t *obj, const char *key) {
+    return json_string_value(json_object_get(obj, key));
+}
+
+static parley_forum *open_memory(void) {
+    parley_forum *forum = NULL;
+    CHECK_RC(parley_forum_open(NULL, SETTINGS, &forum), PARLEY_OK);
+    CHECK(forum != NULL);
+    return forum;
+}
+
+static char *make_token(parley_forum *forum, const char *spec) {
+    char *token = NULL;
+    CHECK_RC(parley_token_create(forum, spec, &token), PARLEY_OK);
+    CHECK(token != NULL);
+    return token;
+}
+
+static void version_and_result_names(void) {
+    static const char *const names[] = {
+        "PARLEY_OK",         "PARLEY_REFUSED",        "PARLEY_NULL_PARAMETER",    "PARLEY_INVALID_UTF8",
+        "PARLEY_INVALID_JSON", "PARLEY_INVALID_ARGUMENT", "PARLEY_SCHEMA_TOO_NEW", "PARLEY_STORAGE",
+        "PARLEY_PANIC",      "PARLEY_POISONED",       "PARLEY_UNKNOWN_OPERATION", "PARLEY_NOT_A_FORUM",
+    };
+    size_t i;
+    const char *version = parley_version();
+    CHECK(version != NULL && strlen(version) >= 5);
+    CHECK(version == parley_version()); /* static, the same every time */
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        CHECK_STR(parley_result_name((parley_result)i), names[i]);
+    }
+    CHECK(PARLEY_OK == 0 && PARLEY_REFUSED == 1 && PARLEY_NOT_A_FORUM == 11);
+}
+
+static void free_functions_accept_null(void) {
+    parley_forum_free(NULL);
+    parley_string_free(NULL);
+    CHECK(1);
+}
+
+static void open_in_memory_and_free(void) {
+    parley_forum *forum = NULL;
+    CHECK_RC(parley_forum_open(NULL, NULL, &forum), PARLEY_OK);
+    CHECK(forum != NULL);
+    CHECK_STR(parley_last_error(), "");
+    parley_forum_free(forum);
+}
+
+static void open_reports_bad_parameters(void) {
+    parley_forum *forum = (parley_forum *)SENTINEL;
+    CHECK_RC(parley_forum_open(NULL, NULL, NULL), PARLEY_NULL_PARAMETER);
+    CHECK_CONTAINS(parley_last_error(), "out");
+    CHECK_RC(parley_forum_open(NULL, "{\"realm\":", &forum), PARLEY_INVALID_JSON);
+    CHECK_CONTAINS(parley_last_error(), "settings_json");
+    CHECK_RC(parley_forum_open(NULL, BAD_UTF8, &forum), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_forum_open(NULL, "{\"realm\":\"Not A Realm\"}", &forum), PARLEY_INVALID_ARGUMENT);
+    CHECK_RC(parley_forum_open(NULL, "{\"colour\":\"blue\"}", &forum), PARLEY_INVALID_ARGUMENT);
+    CHECK_CONTAINS(parley_last_error(), "colour");
+    CHECK_RC(parley_forum_open(NULL, "null", &forum), PARLEY_INVALID_ARGUMENT);
+    CHECK(forum == (parley_forum *)SENTINEL);
+}
+
+static void open_refuses_files_that_are_not_forums(void) {
+    parley_forum *forum = (parley_forum *)SENTINEL;
+    char *newer = path_in(fixtures_dir, "newer_schema.redb");
+    char *foreign = path_in(fixtures_dir, "foreign.redb");
+    char *text = path_in(scratch_dir, "not_a_database.txt");
+    FILE *file = fopen(text, "w");
+    CHECK(file != NULL);
+    if (file != NULL) {
+        fputs("This is a shopping list, not a database.\n", file);
+        fclose(file);
+    }
+
+    CHECK_RC(parley_forum_open(newer, NULL, &forum), PARLEY_SCHEMA_TOO_NEW);
+    CHECK_CONTAINS(parley_last_error(), "schema");
+    CHECK_RC(parley_forum_open(foreign, NULL, &forum), PARLEY_NOT_A_FORUM);
+    {
+        parley_result rc = parley_forum_open(text, NULL, &forum);
+        /* redb reads the header and rejects it: a damaged or foreign file. */
+        CHECK(rc == PARLEY_STORAGE || rc == PARLEY_NOT_A_FORUM);
+        CHECK(strlen(parley_last_error()) > 0);
+    }
+    CHECK_RC(parley_forum_open("/nonexistent-parley-dir/sub/forum.redb", NULL, &forum), PARLEY_STORAGE);
+    CHECK_CONTAINS(parley_last_error(), "nonexistent-parley-dir");
+    CHECK(forum == (parley_forum *)SENTINEL);
+    free(newer);
+    free(foreign);
+    free(text);
+}
+
+static void a_forum_file_keeps_its_threads(void) {
+    char *path = path_in(scratch_dir, "kept.parley");
+    parley_forum *forum = NULL;
+    char *token = NULL;
+    char *out = NULL;
+    bool intact = false;
+    json_t *result;
+    remove(path);
+
+    CHECK_RC(parley_forum_open(path, SETTINGS, &forum), PARLEY_OK);
+    {
+        /* One file, one open handle: a second open is refused, not shared. */
+        parley_forum *second = (parley_forum *)SENTINEL;
+        CHECK_RC(parley_forum_open(path, SETTINGS, &second), PARLEY_STORAGE);
+        CHECK(second == (parley_forum *)SENTINEL);
+    }
+    token = make_token(forum, "{\"handle\":\"alice\"}");
+    CHECK_RC(parley_call(forum, token, "post", "{\"kind\":\"ask\",\"body\":\"Does this survive a restart?\"}", &out),
+             PARLEY_OK);
+    parley_string_free(out);
+    parley_forum_free(forum);
+
+    CHECK_RC(parley_check_integrity(path, &intact), PARLEY_OK);
+    CHECK(intact);
+
+    forum = NULL;
+    out = NULL;
+    CHECK_RC(parley_forum_open(path, SETTINGS, &forum), PARLEY_OK);
+    CHECK_RC(parley_call(forum, token, "get_thread", "{\"thread\":\"th_1\"}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK_STR(str_at(json_object_get(result, "thread"), "topic"), "Does this survive a restart?");
+    json_decref(result);
+    parley_forum_free(forum);
+    parley_string_free(token);
+    remove(path);
+    free(path);
+}
+
+static void check_integrity_reports_bad_parameters(void) {
+    bool intact = true;
+    CHECK_RC(parley_check_integrity(NULL, &intact), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_check_integrity("/nonexistent-parley-dir/forum.redb", NULL), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_check_integrity("/nonexistent-parley-dir/forum.redb", &intact), PARLEY_STORAGE);
+    CHECK(intact == true); /* untouched */
+}
+
+static void tokens_are_issued_and_checked(void) {
+    parley_forum *forum = open_memory();
+    char *token = SENTINEL;
+    char *alice;
+    char *out = NULL;
+    json_t *me;
+
+    CHECK_RC(parley_token_create(NULL, "{\"handle\":\"x\"}", &token), PARLEY_NULL_PARAMETER);
+    CHECK_CONTAINS(parley_last_error(), "forum");
+    CHECK_RC(parley_token_create(forum, NULL, &token), PARLEY_NULL_PARAMETER);
+    CHECK_CONTAINS(parley_last_error(), "spec_json");
+    CHECK_RC(parley_token_create(forum, "{\"handle\":\"x\"}", NULL), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_token_create(forum, "{\"handle\":", &token), PARLEY_INVALID_JSON);
+    CHECK_RC(parley_token_create(forum, BAD_UTF8, &token), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_token_create(forum, "{\"handle\":\"Not Valid\"}", &token), PARLEY_INVALID_ARGUMENT);
+    CHECK_RC(parley_token_create(forum, "{\"handle\":\"x\",\"kind\":\"robot\"}", &token), PARLEY_INVALID_ARGUMENT);
+    CHECK_RC(parley_token_create(forum, "{\"handle\":\"x\",\"rights\":[\"fly\"]}", &token), PARLEY_INVALID_ARGUMENT);
+    CHECK_RC(parley_token_create(forum, "[]", &token), PARLEY_INVALID_ARGUMENT);
+    CHECK(token == SENTINEL);
+
+    alice = make_token(forum, "{\"handle\":\"alice\",\"kind\":\"llm\",\"rights\":[\"read\",\"write\",\"lock\"],\"label\":\"Alice\"}");
+    CHECK_RC(parley_call(forum, alice, "whoami", NULL, &out), PARLEY_OK);
+    me = take_json(out);
+    CHECK_STR(str_at(me, "identity"), "ainotes:alice");
+    CHECK_STR(str_at(me, "kind"), "llm");
+    CHECK_STR(str_at(me, "label"), "Alice");
+    CHECK(json_array_size(json_object_get(me, "rights")) == 3);
+    json_decref(me);
+    parley_string_free(alice);
+    parley_forum_free(forum);
+}
+
+static void tokens_are_revoked(void) {
+    parley_forum *forum = open_memory();
+    char *bob = make_token(forum, "{\"handle\":\"bob\"}");
+    char *out = SENTINEL;
+    json_t *refusal;
+
+    CHECK_RC(parley_token_revoke(NULL, bob), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_token_revoke(forum, NULL), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_token_revoke(forum, BAD_UTF8), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_token_revoke(forum, "pt_never_issued"), PARLEY_INVALID_ARGUMENT);
+    CHECK_RC(parley_token_revoke(forum, bob), PARLEY_OK);
+    CHECK_RC(parley_token_revoke(forum, bob), PARLEY_INVALID_ARGUMENT);
+    CHECK_CONTAINS(parley_last_error(), "revoked");
+
+    CHECK_RC(parley_call(forum, bob, "whoami", "{}", &out), PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "token_invalid");
+    CHECK(json_integer_value(json_object_get(refusal, "status")) == 401);
+    json_decref(refusal);
+    parley_string_free(bob);
+    parley_forum_free(forum);
+}
+
+static void call_reports_bad_parameters(void) {
+    parley_forum *forum = open_memory();
+    char *alice = make_token(forum, "{\"handle\":\"alice\"}");
+    char *out = SENTINEL;
+
+    CHECK_RC(parley_call(NULL, alice, "whoami", NULL, &out), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_call(forum, alice, NULL, NULL, &out), PARLEY_NULL_PARAMETER);
+    CHECK_CONTAINS(parley_last_error(), "operation");
+    CHECK_RC(parley_call(forum, alice, "whoami", NULL, NULL), PARLEY_NULL_PARAMETER);
+    CHECK_CONTAINS(parley_last_error(), "out_json");
+    CHECK_RC(parley_call(forum, BAD_UTF8, "whoami", NULL, &out), PARLEY_INVALID_UTF8);
+    CHECK_CONTAINS(parley_last_error(), "token");
+    CHECK_RC(parley_call(forum, alice, BAD_UTF8, NULL, &out), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_call(forum, alice, "post", BAD_UTF8, &out), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_call(forum, alice, "post", "{\"kind\":\"ask\",", &out), PARLEY_INVALID_JSON);
+    CHECK_CONTAINS(parley_last_error(), "args_json");
+    CHECK_RC(parley_call(forum, alice, "post", "", &out), PARLEY_INVALID_JSON);
+    CHECK_RC(parley_call(forum, alice, "fly", "{}", &out), PARLEY_UNKNOWN_OPERATION);
+    CHECK_CONTAINS(parley_last_error(), "fly");
+    CHECK(out == SENTINEL);
+
+    /* Nothing was posted by any of the failed calls. */
+    out = NULL;
+    CHECK_RC(parley_call(forum, alice, "list_threads", NULL, &out), PARLEY_OK);
+    CHECK_CONTAINS(out, "\"items\":[]");
+    parley_string_free(out);
+    parley_string_free(alice);
+    parley_forum_free(forum);
+}
+
+static void refusals_come_back_as_json(void) {
+    parley_forum *forum = open_memory();
+    char *reader = make_token(forum, "{\"handle\":\"reader\",\"rights\":[\"read\"]}");
+    char *out = NULL;
+    json_t *refusal;
+
+    CHECK_RC(parley_call(forum, NULL, "whoami", NULL, &out), PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "token_missing");
+    CHECK(json_integer_value(json_object_get(refusal, "status")) == 401);
+    CHECK(str_at(refusal, "message") != NULL);
+    json_decref(refusal);
+    CHECK_CONTAINS(parley_last_error(), "token_missing");
+
+    CHECK_RC(parley_call(forum, reader, "post", "{\"kind\":\"ask\",\"body\":\"May I?\"}", &out), PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "token_right_missing");
+    CHECK_STR(str_at(refusal, "right"), "write");
+    CHECK(json_integer_value(json_object_get(refusal, "status")) == 403);
+    json_decref(refusal);
+
+    /* Arguments that are JSON but not an object are the protocol's to refuse. */
+    CHECK_RC(parley_call(forum, reader, "get_thread", "[1]", &out), PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "invalid_argument");
+    json_decref(refusal);
+    CHECK_RC(parley_call(forum, reader, "post", "\"ask\"", &out), PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "invalid_body");
+    json_decref(refusal);
+
+    CHECK_RC(parley_call(forum, NULL, "get_manifest", NULL, &out), PARLEY_OK);
+    CHECK_STR(parley_last_error(), "");
+    parley_string_free(out);
+    parley_string_free(reader);
+    parley_forum_free(forum);
+}
+
+static void an_exchange_round_trips_unicode(void) {
+    parley_forum *forum = open_memory();
+    char *alice = make_token(forum, "{\"handle\":\"alice\"}");
+    char *bob = make_token(forum, "{\"handle\":\"bob\"}");
+    char *out = NULL;
+    json_t *result, *thread, *root, *reply;
+    const char *answer = "Port 7878 \xe2\x80\x94 see caf\xc3\xa9.md \xf0\x9f\x9a\x80";
+    char args[256];
+
+    CHECK_RC(parley_call(forum, alice, "post", "{\"kind\":\"ask\",\"body\":\"Which port?\"}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK_STR(str_at(json_object_get(result, "thread"), "state"), "open");
+    json_decref(result);
+
+    snprintf(args, sizeof args, "{\"kind\":\"answer\",\"thread\":\"th_1\",\"body\":\"%s\"}", answer);
+    CHECK_RC(parley_call(forum, bob, "post", args, &out), PARLEY_OK);
+    result = take_json(out);
+    thread = json_object_get(result, "thread");
+    CHECK_STR(str_at(thread, "state"), "answered");
+    CHECK_STR(str_at(json_object_get(thread, "awaiting"), "identity"), "ainotes:alice");
+    json_decref(result);
+
+    CHECK_RC(parley_call(forum, alice, "get_thread", "{\"thread\":1}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK(json_integer_value(json_object_get(json_object_get(result, "thread"), "message_count")) == 2);
+    root = json_array_get(json_object_get(result, "messages"), 0);
+    reply = json_array_get(json_object_get(root, "replies"), 0);
+    CHECK_STR(str_at(reply, "body"), answer);
+    json_decref(result);
+
+    CHECK_RC(parley_call(forum, bob, "post", args, &out), PARLEY_REFUSED);
+    result = take_json(out);
+    CHECK_STR(str_at(result, "reason"), "repeated_body");
+    json_decref(result);
+
+    parley_string_free(alice);
+    parley_string_free(bob);
+    parley_forum_free(forum);
+}
+
+static void manifest_and_identities(void) {
+    parley_forum *forum = open_memory();
+    char *ann = make_token(forum, "{\"handle\":\"ann\",\"kind\":\"human\"}");
+    char *out = SENTINEL;
+    json_t *manifest, *list, *first;
+
+    CHECK_RC(parley_forum_manifest(NULL, &out), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_forum_manifest(forum, NULL), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_forum_identities(NULL, &out), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_forum_identities(forum, NULL), PARLEY_NULL_PARAMETER);
+    CHECK(out == SENTINEL);
+
+    CHECK_RC(parley_forum_manifest(forum, &out), PARLEY_OK);
+    manifest = take_json(out);
+    CHECK_STR(str_at(manifest, "parley"), "1");
+    CHECK_STR(str_at(manifest, "realm"), "ainotes");
+    CHECK(json_array_size(json_object_get(manifest, "operations")) == 8);
+    CHECK(json_array_size(json_object_get(manifest, "reasons")) == 24);
+    json_decref(manifest);
+
+    CHECK_RC(parley_forum_identities(forum, &out), PARLEY_OK);
+    list = take_json(out);
+    CHECK(json_array_size(list) == 1);
+    first = json_array_get(list, 0);
+    CHECK_STR(str_at(first, "identity"), "human:ann");
+    CHECK_STR(str_at(first, "kind"), "human");
+    CHECK(json_integer_value(json_object_get(first, "active_tokens")) == 1);
+    json_decref(list);
+    parley_string_free(ann);
+    parley_forum_free(forum);
+}
+
+static void mcp_requests_and_notifications(void) {
+    parley_forum *forum = open_memory();
+    char *alice = make_token(forum, "{\"handle\":\"alice\"}");
+    char *out = SENTINEL;
+    json_t *response;
+
+    CHECK_RC(parley_mcp_handle(NULL, alice, "{}", &out), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_mcp_handle(forum, alice, NULL, &out), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_mcp_handle(forum, alice, "{}", NULL), PARLEY_NULL_PARAMETER);
+    CHECK_RC(parley_mcp_handle(forum, BAD_UTF8, "{}", &out), PARLEY_INVALID_UTF8);
+    CHECK_RC(parley_mcp_handle(forum, alice, BAD_UTF8, &out), PARLEY_INVALID_UTF8);
+    CHECK(out == SENTINEL);
+
+    CHECK_RC(parley_mcp_handle(forum, alice,
+                               "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"whoami\","
+                               "\"arguments\":{},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                               "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                               &out),
+             PARLEY_OK);
+    response = take_json(out);
+    CHECK_STR(str_at(response, "jsonrpc"), "2.0");
+    CHECK(json_integer_value(json_object_get(response, "id")) == 7);
+    CHECK_STR(str_at(json_object_get(json_object_get(response, "result"), "structuredContent"), "identity"),
+              "ainotes:alice");
+    json_decref(response);
+
+    /* A notification has no answer. */
+    out = SENTINEL;
+    CHECK_RC(parley_mcp_handle(forum, alice, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &out),
+             PARLEY_OK);
+    CHECK(out == NULL);
+
+    /* Malformed JSON-RPC is answered inside the protocol: a parse error. */
+    CHECK_RC(parley_mcp_handle(forum, NULL, "{\"jsonrpc\":", &out), PARLEY_OK);
+    response = take_json(out);
+    CHECK(json_integer_value(json_object_get(json_object_get(response, "error"), "code")) == -32700);
+    json_decref(response);
+    parley_string_free(alice);
+    parley_forum_free(forum);
+}
+
+static void last_error_is_copied_out(void) {
+    char buf[8];
+    size_t full;
+    parley_forum *forum = NULL;
+    CHECK_RC(parley_forum_open(NULL, NULL, NULL), PARLEY_NULL_PARAMETER);
+    full = parley_last_error_copy(NULL, 0);
+    CHECK(full == strlen(parley_last_error()));
+    CHECK(full > sizeof buf);
+    memset(buf, 'x', sizeof buf);
+    CHECK(parley_last_error_copy(buf, sizeof buf) == full);
+    CHECK(buf[sizeof buf - 1] == '\0');
+    CHECK(strncmp(buf, parley_last_error(), sizeof buf - 1) == 0);
+
+    CHECK_RC(parley_forum_open(NULL, NULL, &forum), PARLEY_OK);
+    CHECK(parley_last_error_copy(buf, sizeof buf) == 0);
+    CHECK_STR(buf, "");
+    parley_forum_free(forum);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s <fixtures directory> <scratch directory>\n", argv[0]);
+        return 2;
+    }
+    fixtures_dir = argv[1];
+    scratch_dir = argv[2];
+
+    RUN(version_and_result_names);
+    RUN(free_functions_accept_null);
+    RUN(open_in_memory_and_free);
+    RUN(open_reports_bad_parameters);
+    RUN(open_refuses_files_that_are_not_forums);
+    RUN(a_forum_file_keeps_its_threads);
+    RUN(check_integrity_reports_bad_parameters);
+    RUN(tokens_are_issued_and_checked);
+    RUN(tokens_are_revoked);
+    RUN(call_reports_bad_parameters);
+    RUN(refusals_come_back_as_json);
+    RUN(an_exchange_round_trips_unicode);
+    RUN(manifest_and_identities);
+    RUN(mcp_requests_and_notifications);
+    RUN(last_error_is_copied_out);
+    return FINISH();
+}
