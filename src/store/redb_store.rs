@@ -92,13 +92,9 @@ impl RedbStore {
         txn.open_table(IDENTITIES)?;
         txn.open_table(THREADS)?;
         txn.open_table(MESSAGES)?;
-        txn.open_table(MESSAGE_THREAD)?;
         txn.open_table(CLAIMS)?;
         txn.open_table(EVENTS)?;
-        txn.open_table(THREAD_EVENTS)?;
-        txn.open_table(TURNS)?;
-        txn.open_table(ACTIVITY)?;
-        txn.open_table(WRITES)?;
+        txn.open_table(INDEX)?;
         txn.commit()?;
         Ok(RedbStore {
             db,
@@ -174,7 +170,13 @@ macro_rules! impl_read {
             fn last_id(&self, kind: IdKind) -> Result<u64> {
                 let last = match kind {
                     IdKind::Thread => self.table(THREADS)?.last()?.map(|(k, _)| k.value()),
-                    IdKind::Message => self.table(MESSAGE_THREAD)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Message => {
+                        let (lo, hi) = key::messages();
+                        let table = self.table(INDEX)?;
+                        let last = table.range(lo.as_slice()..=hi.as_slice())?.next_back();
+                        let id = last.transpose()?.map(|(k, _)| key::tail(k.value()));
+                        id
+                    }
                     IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
                     IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
                 };
@@ -210,7 +212,11 @@ macro_rules! impl_read {
             }
 
             fn message(&self, id: u64) -> Result<Option<MessageRec>> {
-                let Some(thread) = self.table(MESSAGE_THREAD)?.get(id)?.map(|v| v.value()) else {
+                let Some(thread) = self
+                    .table(INDEX)?
+                    .get(key::message(id).as_slice())?
+                    .map(|v| v.value())
+                else {
                     return Ok(None);
                 };
                 match self.table(MESSAGES)?.get((thread, id))? {
@@ -237,10 +243,11 @@ macro_rules! impl_read {
             }
 
             fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>> {
-                let table = self.table(WRITES)?;
+                let table = self.table(INDEX)?;
+                let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
                 let mut out = Vec::new();
-                for entry in table.range((identity, 0)..=(identity, u64::MAX))? {
-                    let at = entry?.1.value();
+                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
+                    let at = entry?.1.value() as i64;
                     if at >= since {
                         out.push(at);
                     }
@@ -250,12 +257,14 @@ macro_rules! impl_read {
             }
 
             fn scan_turns(&self, identity: &str, after: u64, visit: Visit<'_>) -> Result<()> {
-                let table = self.table(TURNS)?;
-                for entry in
-                    table.range((identity, after.saturating_add(1))..=(identity, u64::MAX))?
-                {
+                let table = self.table(INDEX)?;
+                let (lo, hi) = (
+                    key::turn(identity, after.saturating_add(1)),
+                    key::turn(identity, u64::MAX),
+                );
+                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
                     let (k, v) = entry?;
-                    if visit(k.value().1, v.value())? == Flow::Stop {
+                    if visit(key::tail(k.value()), v.value())? == Flow::Stop {
                         break;
                     }
                 }
@@ -268,11 +277,15 @@ macro_rules! impl_read {
                 after: u64,
                 visit: Visit<'_>,
             ) -> Result<()> {
-                let table = self.table(ACTIVITY)?;
-                let prefix = state.map_or(ALL_STATES, State::code);
-                for entry in table.range((prefix, after.saturating_add(1))..=(prefix, u64::MAX))? {
+                let table = self.table(INDEX)?;
+                let prefix = state.map_or(key::ALL_STATES, State::code);
+                let (lo, hi) = (
+                    key::activity(prefix, after.saturating_add(1)),
+                    key::activity(prefix, u64::MAX),
+                );
+                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
                     let (k, v) = entry?;
-                    if visit(k.value().1, v.value())? == Flow::Stop {
+                    if visit(key::tail(k.value()), v.value())? == Flow::Stop {
                         break;
                     }
                 }
@@ -293,10 +306,14 @@ macro_rules! impl_read {
                         }
                     }
                     Some(thread) => {
-                        let table = self.table(THREAD_EVENTS)?;
-                        for entry in table.range((thread, from)..=(thread, u64::MAX))? {
+                        let table = self.table(INDEX)?;
+                        let (lo, hi) = (
+                            key::thread_event(thread, from),
+                            key::thread_event(thread, u64::MAX),
+                        );
+                        for entry in table.range(lo.as_slice()..=hi.as_slice())? {
                             let (k, _) = entry?;
-                            if visit(k.value().1, thread)? == Flow::Stop {
+                            if visit(key::tail(k.value()), thread)? == Flow::Stop {
                                 break;
                             }
                         }
@@ -324,32 +341,36 @@ impl WriteTx for Writer {
     }
 
     fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()> {
-        let turn_key = |t: &ThreadRec| t.awaiting.as_ref().map(|a| (a.identity.clone(), a.message));
+        let turn = |t: &ThreadRec| {
+            t.awaiting
+                .as_ref()
+                .map(|a| key::turn(&a.identity, a.message))
+        };
+        let old_turn = before.and_then(turn);
+        // A locked thread waits for nobody's inbox.
+        let new_turn = if thread.locked() { None } else { turn(thread) };
         {
-            let mut turns = self.table(TURNS)?;
-            let old = before.and_then(turn_key);
-            let new = if thread.locked() {
-                None
-            } else {
-                turn_key(thread)
-            };
-            if old != new {
-                if let Some((who, msg)) = &old {
-                    turns.remove((who.as_str(), *msg))?;
+            let mut index = self.table(INDEX)?;
+            if old_turn != new_turn {
+                if let Some(k) = &old_turn {
+                    index.remove(k.as_slice())?;
                 }
-                if let Some((who, msg)) = &new {
-                    turns.insert((who.as_str(), *msg), thread.id)?;
+                if let Some(k) = &new_turn {
+                    index.insert(k.as_slice(), thread.id)?;
                 }
             }
-        }
-        {
-            let mut activity = self.table(ACTIVITY)?;
             if let Some(b) = before {
-                activity.remove((ALL_STATES, b.last_message))?;
-                activity.remove((b.state.code(), b.last_message))?;
+                index.remove(key::activity(key::ALL_STATES, b.last_message).as_slice())?;
+                index.remove(key::activity(b.state.code(), b.last_message).as_slice())?;
             }
-            activity.insert((ALL_STATES, thread.last_message), thread.id)?;
-            activity.insert((thread.state.code(), thread.last_message), thread.id)?;
+            index.insert(
+                key::activity(key::ALL_STATES, thread.last_message).as_slice(),
+                thread.id,
+            )?;
+            index.insert(
+                key::activity(thread.state.code(), thread.last_message).as_slice(),
+                thread.id,
+            )?;
         }
         self.table(THREADS)?
             .insert(thread.id, encode(thread)?.as_slice())?;
@@ -359,8 +380,8 @@ impl WriteTx for Writer {
     fn put_message(&mut self, message: &MessageRec) -> Result<()> {
         self.table(MESSAGES)?
             .insert((message.thread, message.id), encode(message)?.as_slice())?;
-        self.table(MESSAGE_THREAD)?
-            .insert(message.id, message.thread)?;
+        self.table(INDEX)?
+            .insert(key::message(message.id).as_slice(), message.thread)?;
         Ok(())
     }
 
@@ -373,8 +394,8 @@ impl WriteTx for Writer {
     fn put_event(&mut self, event: &EventRec) -> Result<()> {
         self.table(EVENTS)?
             .insert(event.id, encode(event)?.as_slice())?;
-        self.table(THREAD_EVENTS)?
-            .insert((event.thread, event.id), ())?;
+        self.table(INDEX)?
+            .insert(key::thread_event(event.thread, event.id).as_slice(), 0)?;
         Ok(())
     }
 
@@ -385,17 +406,18 @@ impl WriteTx for Writer {
         at: i64,
         forget_before: i64,
     ) -> Result<()> {
-        let mut writes = self.table(WRITES)?;
-        let stale: Vec<u64> = writes
-            .range((identity, 0)..=(identity, u64::MAX))?
+        let mut index = self.table(INDEX)?;
+        let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
+        let stale: Vec<Vec<u8>> = index
+            .range(lo.as_slice()..=hi.as_slice())?
             .filter_map(|e| e.ok())
-            .filter(|(_, v)| v.value() < forget_before)
-            .map(|(k, _)| k.value().1)
+            .filter(|(_, v)| (v.value() as i64) < forget_before)
+            .map(|(k, _)| k.value().to_vec())
             .collect();
-        for msg in stale {
-            writes.remove((identity, msg))?;
+        for k in stale {
+            index.remove(k.as_slice())?;
         }
-        writes.insert((identity, message), at)?;
+        index.insert(key::write(identity, message).as_slice(), at.max(0) as u64)?;
         Ok(())
     }
 

@@ -16,21 +16,73 @@ pub(super) const IDENTITIES: TableDefinition<&str, &[u8]> = TableDefinition::new
 pub(super) const THREADS: TableDefinition<u64, &[u8]> = TableDefinition::new("threads");
 /// (thread, message) → message record: a thread's messages are one range.
 pub(super) const MESSAGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("messages");
-/// Message id → its thread.
-pub(super) const MESSAGE_THREAD: TableDefinition<u64, u64> = TableDefinition::new("message_thread");
 /// Claim id → claim record.
 pub(super) const CLAIMS: TableDefinition<u64, &[u8]> = TableDefinition::new("claims");
 /// Event id → event record.
 pub(super) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
-/// (thread, event) → (): a thread's events are one range.
-pub(super) const THREAD_EVENTS: TableDefinition<(u64, u64), ()> =
-    TableDefinition::new("thread_events");
-/// (awaited identity or "*", turn-setting message) → thread: the inbox index.
-pub(super) const TURNS: TableDefinition<(&str, u64), u64> = TableDefinition::new("turns");
-/// (state code, or `ALL_STATES`; latest message) → thread: the thread list index,
-/// with each thread under its state and under `ALL_STATES`.
-pub(super) const ACTIVITY: TableDefinition<(u8, u64), u64> = TableDefinition::new("activity");
-/// The `ACTIVITY` key prefix of the whole list.
-pub(super) const ALL_STATES: u8 = u8::MAX;
-/// (identity, message) → time: recent writes of llm identities (rate limit).
-pub(super) const WRITES: TableDefinition<(&str, u64), i64> = TableDefinition::new("writes");
+/// Every small index, under byte keys that start with a tag (see [`key`]). One table
+/// instead of five: each table a transaction touches costs a commit several µs, and
+/// a post touches this one for all its index entries.
+pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("index");
+
+/// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
+/// identities never contain a NUL byte, which ends them.
+pub(super) mod key {
+    /// `MESSAGE ‖ message` → thread.
+    const MESSAGE: u8 = 1;
+    /// `ACTIVITY ‖ state code (or ALL) ‖ latest message` → thread: the thread list.
+    const ACTIVITY: u8 = 2;
+    /// `TURN ‖ awaited identity or "*" ‖ 0 ‖ turn-setting message` → thread: the inbox.
+    const TURN: u8 = 3;
+    /// `THREAD_EVENT ‖ thread ‖ event` → 0: a thread's events.
+    const THREAD_EVENT: u8 = 4;
+    /// `WRITE ‖ identity ‖ 0 ‖ message` → time: recent writes, for the rate limit.
+    const WRITE: u8 = 5;
+    /// The activity prefix of the whole list, beside the per-state ones.
+    pub(in crate::store) const ALL_STATES: u8 = u8::MAX;
+
+    fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {
+        key.extend_from_slice(&n.to_be_bytes());
+        key
+    }
+
+    fn named(tag: u8, name: &str) -> Vec<u8> {
+        let mut key = Vec::with_capacity(name.len() + 10);
+        key.push(tag);
+        key.extend_from_slice(name.as_bytes());
+        key.push(0);
+        key
+    }
+
+    pub(in crate::store) fn message(id: u64) -> Vec<u8> {
+        with_u64(vec![MESSAGE], id)
+    }
+
+    /// All message keys: `[first, last]`.
+    pub(in crate::store) fn messages() -> (Vec<u8>, Vec<u8>) {
+        (message(0), message(u64::MAX))
+    }
+
+    pub(in crate::store) fn activity(state: u8, pos: u64) -> Vec<u8> {
+        with_u64(vec![ACTIVITY, state], pos)
+    }
+
+    pub(in crate::store) fn turn(identity: &str, pos: u64) -> Vec<u8> {
+        with_u64(named(TURN, identity), pos)
+    }
+
+    pub(in crate::store) fn thread_event(thread: u64, event: u64) -> Vec<u8> {
+        with_u64(with_u64(vec![THREAD_EVENT], thread), event)
+    }
+
+    pub(in crate::store) fn write(identity: &str, message: u64) -> Vec<u8> {
+        with_u64(named(WRITE, identity), message)
+    }
+
+    /// The number a key ends with.
+    pub(in crate::store) fn tail(key: &[u8]) -> u64 {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&key[key.len() - 8..]);
+        u64::from_be_bytes(n)
+    }
+}
