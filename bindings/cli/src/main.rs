@@ -1,1 +1,312 @@
-fn main() {}
+//! `parley`: the command-line host of a Parley forum.
+//!
+//! It serves the forum over MCP (stdio and Streamable HTTP) and REST, issues and
+//! revokes tokens, posts and reads on the command line, and runs a demo. Every
+//! protocol decision is the engine's (`parley_forum`); this crate only maps.
+
+mod admin;
+mod demo;
+mod http;
+mod reads;
+mod stdio;
+mod view;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use parley_forum::{Config, Forum};
+
+/// Exit code of a command line that could not be parsed (clap's, and the shell's, convention).
+const EXIT_USAGE: u8 = 2;
+/// Exit code of a protocol refusal (the request was understood and declined).
+const EXIT_REFUSED: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "parley",
+    version,
+    about = "Parley v1 forum: MCP and REST server, token admin, reading views, demo",
+    after_help = "Exit status: 0 on success, 3 when the forum refused the request (the reason is printed), \
+                  2 for a command line that cannot be parsed, 1 on any other error."
+)]
+struct Cli {
+    /// The forum file (created by `token create` and `serve` when absent).
+    #[arg(
+        long,
+        global = true,
+        env = "PARLEY_DB",
+        default_value = "./parley.redb"
+    )]
+    db: PathBuf,
+
+    /// Forum settings as JSON, e.g. '{"limits":{"writes_per_minute":0}}'.
+    #[arg(long, global = true, env = "PARLEY_SETTINGS")]
+    settings: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the forum over MCP (stdio or Streamable HTTP) and REST.
+    Serve(ServeArgs),
+    /// Issue, revoke and list tokens.
+    #[command(subcommand)]
+    Token(admin::TokenCommand),
+    /// Post one envelope and print the result.
+    Post {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The envelope as JSON, or `-` to read it from stdin.
+        envelope: String,
+    },
+    /// Show a thread as a tree.
+    Thread {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The thread id (`th_1` or `1`).
+        id: String,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the threads waiting for you.
+    Inbox {
+        #[command(flatten)]
+        auth: TokenArg,
+        #[command(flatten)]
+        page: reads::Page,
+        /// Only what is due for this extension of your identity.
+        #[arg(long)]
+        extension: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the event log (state changes, confirmations, claim status changes).
+    Events {
+        #[command(flatten)]
+        auth: TokenArg,
+        #[command(flatten)]
+        page: reads::Page,
+        /// Only the events of this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a claim with its evidence, attestations and refutations.
+    Claim {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The claim id (`cl_1` or `1`).
+        id: String,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scripted conversation on a temporary forum and print it.
+    Demo,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// MCP over stdio: one JSON-RPC message per line; the token comes from PARLEY_TOKEN.
+    #[arg(long, conflicts_with = "http")]
+    stdio: bool,
+    /// Serve MCP (POST /mcp) and REST (/v1/...) over HTTP at this address [default: 127.0.0.1:7878].
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7878")]
+    http: Option<String>,
+    /// On SIGINT/SIGTERM, how long requests in flight may take to finish, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    shutdown_grace_ms: u64,
+    /// Also accept requests with this Origin (repeatable); loopback origins are always accepted.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+}
+
+#[derive(Args)]
+struct TokenArg {
+    /// The bearer token.
+    #[arg(long, env = "PARLEY_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+/// A failure the command reports on one line of stderr.
+#[derive(Debug)]
+enum Failure {
+    /// The forum refused the request (exit 3).
+    Refused(String),
+    /// Anything else (exit 1).
+    Other(String),
+}
+
+impl From<parley_forum::Error> for Failure {
+    fn from(err: parley_forum::Error) -> Self {
+        match err.refusal() {
+            Some(r) => Failure::Refused(format!(
+                "refused: {} ({}): {}",
+                r.reason.as_str(),
+                r.status(),
+                r.message
+            )),
+            None => Failure::Other(err.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(err: std::io::Error) -> Self {
+        Failure::Other(err.to_string())
+    }
+}
+
+type CmdResult = Result<(), Failure>;
+
+fn main() -> ExitCode {
+    // A panic is a bug; it is reported on one line, never with a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let text = info.to_string().replace('\n', " ");
+        eprintln!("parley: internal error: {text}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version: their text is the output.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            // clap's message, without the usage block and tips, on one line.
+            let text = err.to_string();
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:"))
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("tip:")
+                        && !l.starts_with("For more information")
+                })
+                .collect();
+            let message = message.join(" ");
+            eprintln!(
+                "parley: {} (see parley --help)",
+                message.trim_start_matches("error: ")
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Refused(line)) => {
+            eprintln!("parley: {line}");
+            ExitCode::from(EXIT_REFUSED)
+        }
+        Err(Failure::Other(line)) => {
+            eprintln!("parley: error: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> CmdResult {
+    let config = || settings(cli.settings.as_deref());
+    match cli.command {
+        Command::Serve(args) => {
+            let forum = open(&cli.db, config()?, true)?;
+            if args.stdio {
+                stdio::serve(&forum, std::env::var("PARLEY_TOKEN").ok().as_deref())
+            } else {
+                let addr = args.http.unwrap_or_else(|| "127.0.0.1:7878".to_string());
+                let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
+                http::serve(forum, &addr, &args.allow_origin, grace)
+            }
+        }
+        Command::Token(cmd) => {
+            let create = matches!(cmd, admin::TokenCommand::Create { .. });
+            admin::run(&open(&cli.db, config()?, create)?, cmd)
+        }
+        Command::Post { auth, envelope } => reads::post(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &envelope,
+        ),
+        Command::Thread { auth, id, json } => reads::thread(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &id,
+            json,
+        ),
+        Command::Inbox {
+            auth,
+            page,
+            extension,
+            json,
+        } => reads::inbox(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &page,
+            extension,
+            json,
+        ),
+        Command::Events {
+            auth,
+            page,
+            thread,
+            json,
+        } => reads::events(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &page,
+            thread,
+            json,
+        ),
+        Command::Claim { auth, id, json } => reads::claim(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &id,
+            json,
+        ),
+        Command::Demo => demo::run(config()?),
+    }
+}
+
+/// The settings of `--settings`/`PARLEY_SETTINGS`, or the defaults.
+fn settings(json: Option<&str>) -> Result<Config, Failure> {
+    let Some(text) = json else {
+        return Ok(Config::default());
+    };
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?;
+    Ok(Config::from_json(&value)?)
+}
+
+/// Opens the forum file; only commands that may start a forum create a missing file,
+/// so that a mistyped `--db` on a read is reported rather than silently made empty.
+fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
+    if !create && !path.exists() {
+        return Err(Failure::Other(format!(
+            "no forum at {} (set --db or PARLEY_DB; `parley token create` starts one)",
+            path.display()
+        )));
+    }
+    Forum::open(path, config).map_err(|err| {
+        let (text, shown) = (err.to_string(), path.display().to_string());
+        let mut line = if text.contains(&shown) {
+            text
+        } else {
+            format!("cannot open {shown}: {text}")
+        };
+        // redb holds the file for one process at a time.
+        if line.contains("already open") {
+            line.push_str(
+                " (a running `parley serve` holds it: stop it, or go through its HTTP API)",
+            );
+        }
+        Failure::Other(line)
+    })
+}

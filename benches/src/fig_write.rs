@@ -1,0 +1,129 @@
+//! Figures 1–4: posting throughput and cost against raw redb and SQLite.
+
+use std::path::Path;
+
+use crate::baseline::{RawRedb, Sqlite};
+use crate::measure::{median, rounds};
+use crate::report::{Row, Target};
+use crate::workload::{open, post_rate, Cast};
+use crate::{Res, Sizes};
+
+/// Writer threads of figures 2 and 3.
+const WRITERS: usize = 8;
+
+/// Figures 1, 2 and 3, measured in one set of rounds: raw redb, one engine writer,
+/// eight engine writers and eight SQLite writers take turns, so each ratio compares
+/// series that saw the same machine.
+pub fn durable(dir: &Path, sizes: &Sizes, want: &dyn Fn(&str) -> bool) -> Res<Vec<Row>> {
+    let forum = open(&dir.join("durable.redb"), true)?;
+    let cast = Cast::new(&forum, WRITERS, 64)?;
+    let mut raw = RawRedb::create(&dir.join("raw-durable.redb"), true)?;
+    let sqlite = if want("3") {
+        Some(Sqlite::create(&dir.join("baseline.sqlite"), WRITERS)?)
+    } else {
+        None
+    };
+    let (single, per_writer) = (sizes.single_posts, sizes.multi_per_writer);
+
+    // Warm-up: file growth and first-touch costs land outside the measured rounds.
+    post_rate(&forum, &cast, &cast.batch(WRITERS, 4))?;
+    raw.insert_rate(8)?;
+    if let Some(s) = &sqlite {
+        s.insert_rate(2)?;
+    }
+
+    let mut m_raw = || raw.insert_rate(single);
+    let mut m_one = || post_rate(&forum, &cast, &cast.batch(1, single));
+    let mut m_eight = || post_rate(&forum, &cast, &cast.batch(WRITERS, per_writer));
+    let mut m_lite = || {
+        sqlite
+            .as_ref()
+            .map_or(Ok(0.0), |s| s.insert_rate(per_writer))
+    };
+    let mut list: Vec<&mut dyn FnMut() -> Res<f64>> = vec![&mut m_raw, &mut m_one];
+    let with_eight = want("2") || want("3");
+    if with_eight {
+        list.push(&mut m_eight);
+    }
+    if want("3") {
+        list.push(&mut m_lite);
+    }
+    let series = rounds(sizes.reps, &mut list)?;
+    let raw_rate = median(&series[0]);
+    let one = median(&series[1]);
+
+    let detail = serde_json::json!({
+        "posts_per_rep_one_writer": single,
+        "posts_per_rep_per_writer": per_writer,
+        "writers": WRITERS,
+        "reps": sizes.reps,
+        "series": series,
+    });
+    let mut rows = Vec::new();
+    if want("1") {
+        rows.push(
+            Row::new(
+                "1",
+                "durable posts/s, 1 writer",
+                "raw redb, one 600-byte insert per durable transaction",
+                "posts/s",
+                Target::RatioAtLeast(0.7),
+            )
+            .measured(one, Some(raw_rate))
+            .with_detail(detail.clone()),
+        );
+    }
+    if with_eight {
+        let eight = median(&series[2]);
+        if want("2") {
+            rows.push(
+                Row::new(
+                    "2",
+                    "durable posts/s, 8 writer threads",
+                    "figure 1: durable posts/s, 1 writer",
+                    "posts/s",
+                    Target::RatioAtLeast(4.0),
+                )
+                .measured(eight, Some(one))
+                .with_detail(detail.clone()),
+            );
+        }
+        if want("3") {
+            let lite = median(&series[3]);
+            rows.push(
+                Row::new(
+                    "3",
+                    "durable posts/s, 8 writer threads",
+                    "SQLite WAL synchronous=FULL, 1 row per transaction, 8 threads sharing 1 connection",
+                    "posts/s",
+                    Target::RatioAtLeast(2.0),
+                )
+                .measured(eight, Some(lite))
+                .with_detail(detail),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Figure 4: the cost of a non-durable post against a non-durable raw redb insert.
+pub fn volatile(dir: &Path, sizes: &Sizes) -> Res<Row> {
+    let forum = open(&dir.join("volatile.redb"), false)?;
+    let cast = Cast::new(&forum, 1, 64)?;
+    let mut raw = RawRedb::create(&dir.join("raw-volatile.redb"), false)?;
+    let n = sizes.volatile_posts;
+    post_rate(&forum, &cast, &cast.batch(1, n / 10 + 1))?;
+    raw.insert_rate(n / 10 + 1)?;
+    let mut m_post = || post_rate(&forum, &cast, &cast.batch(1, n)).map(|r| 1e6 / r);
+    let mut m_raw = || raw.insert_rate(n).map(|r| 1e6 / r);
+    let series = rounds(sizes.reps, &mut [&mut m_post, &mut m_raw])?;
+    Ok(Row::new(
+        "4",
+        "non-durable post cost",
+        "raw redb, one 600-byte insert per non-durable transaction",
+        "us/post",
+        Target::RatioAtMost(4.0),
+    )
+    .measured(median(&series[0]), Some(median(&series[1])))
+    .with_detail(serde_json::json!({ "posts_per_rep": n, "reps": sizes.reps, "series": series })))
+}

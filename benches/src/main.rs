@@ -1,0 +1,286 @@
+//! `parley-bench`: the performance figures of the Parley engine, each as a ratio
+//! against a baseline measured in the same run (machines are noisy; ratios inside
+//! one run are not). Every figure and its baseline is the median of several
+//! repetitions, taken in alternation. See `docs/performance.md`.
+
+mod baseline;
+mod fig_http;
+mod fig_read;
+mod fig_rss;
+mod fig_transport;
+mod fig_write;
+mod measure;
+mod report;
+mod workload;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use report::Row;
+
+/// Errors of the benchmark: a message for the user.
+pub type Res<T> = Result<T, String>;
+
+/// Every figure id `--only` accepts, in the order they run.
+const FIGURES: [&str; 12] = [
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11",
+];
+
+#[derive(Parser)]
+#[command(
+    name = "parley-bench",
+    version,
+    about = "Parley performance figures, each a ratio against a baseline measured in the same run"
+)]
+struct Cli {
+    /// Small sizes: a smoke run for CI, well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Print a JSON array (one object per figure) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Only these figures, comma-separated (1-11; `10-rust` is the Rust half of 10).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where the temporary forum files go: a fresh directory is made inside it and
+    /// removed afterwards (default: inside the system temp dir, or the current
+    /// directory when the temp dir is a RAM file system).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Keep the forum files (their directory is printed on stderr).
+    #[arg(long)]
+    keep: bool,
+    /// Repetitions of each figure and baseline (default 5, or 3 with --quick).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Messages of the figure-11 forum (default 1000000, or 20000 with --quick).
+    #[arg(long)]
+    rss_messages: Option<usize>,
+    #[command(subcommand)]
+    command: Option<Hidden>,
+}
+
+#[derive(Subcommand)]
+enum Hidden {
+    /// The measuring process of figure 11.
+    #[command(hide = true)]
+    RssChild {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        facts: PathBuf,
+        #[arg(long, default_value_t = 200)]
+        appends: usize,
+    },
+}
+
+/// The sizes of one run.
+pub struct Sizes {
+    pub reps: usize,
+    pub single_posts: usize,
+    pub multi_per_writer: usize,
+    pub volatile_posts: usize,
+    pub big: usize,
+    pub small: usize,
+    pub read_calls: usize,
+    pub thread_len: usize,
+    pub mcp_posts: usize,
+    pub http_per_client: usize,
+    pub call_posts: usize,
+    pub rss_messages: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                reps: 3,
+                single_posts: 30,
+                multi_per_writer: 10,
+                volatile_posts: 300,
+                big: 5_000,
+                small: 500,
+                read_calls: 40,
+                thread_len: 1000,
+                mcp_posts: 300,
+                http_per_client: 5,
+                call_posts: 300,
+                rss_messages: 20_000,
+            }
+        } else {
+            Sizes {
+                reps: 5,
+                single_posts: 200,
+                multi_per_writer: 100,
+                volatile_posts: 3_000,
+                big: 100_000,
+                small: 1_000,
+                read_calls: 400,
+                thread_len: 1000,
+                mcp_posts: 2_000,
+                http_per_client: 50,
+                call_posts: 2_000,
+                rss_messages: 1_000_000,
+            }
+        }
+    }
+}
+
+/// A directory on a real disk for temporary forums: the system temp dir, unless it
+/// is a RAM file system (fsync there costs nothing), then the current directory.
+fn disk_base() -> PathBuf {
+    let tmp = std::env::temp_dir();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let fs_of_tmp = mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, at, fs) = (f.next()?, f.next()?, f.next()?);
+            tmp.starts_with(at).then(|| (at.len(), fs.to_string()))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, fs)| fs);
+    match fs_of_tmp.as_deref() {
+        Some("tmpfs" | "ramfs") => std::env::current_dir().unwrap_or(tmp),
+        _ => tmp,
+    }
+}
+
+fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>> {
+    let sub = dir.join(format!("fig{id}"));
+    std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+    let one = |r: Res<Row>| r.map(|row| vec![row]);
+    match id {
+        "4" => one(fig_write::volatile(&sub, sizes)),
+        "5" => one(fig_read::inbox(&sub, sizes)),
+        "6" => one(fig_read::events(&sub, sizes)),
+        "7" => one(fig_read::thread(&sub, sizes)),
+        "8" => one(fig_transport::mcp(&sub, sizes)),
+        "9" => one(fig_http::http(&sub, sizes)),
+        "10" => one(fig_transport::python_call(&sub, sizes, quick)),
+        "10-rust" => one(fig_transport::rust_call(&sub, sizes)),
+        "11" => one(fig_rss::rss(&sub, sizes)),
+        other => Err(format!("no figure {other}")),
+    }
+}
+
+fn run(cli: Cli) -> Res<Vec<Row>> {
+    for id in &cli.only {
+        if !FIGURES.contains(&id.as_str()) {
+            return Err(format!(
+                "unknown figure `{id}` (known: {})",
+                FIGURES.join(", ")
+            ));
+        }
+    }
+    // `10-rust` is a helper of figure 10, measured only when asked for by name.
+    let selected: BTreeSet<&str> = FIGURES
+        .into_iter()
+        .filter(|f| {
+            if cli.only.is_empty() {
+                *f != "10-rust"
+            } else {
+                cli.only.iter().any(|o| o == f)
+            }
+        })
+        .collect();
+    let mut sizes = Sizes::new(cli.quick);
+    if let Some(r) = cli.reps {
+        sizes.reps = r.max(1);
+    }
+    if let Some(m) = cli.rss_messages {
+        sizes.rss_messages = m.max(1);
+    }
+    let base = match &cli.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            d.clone()
+        }
+        None => disk_base(),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix("parley-bench-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("temporary directory in {}: {e}", base.display()))?;
+    let dir = if cli.keep {
+        let kept = temp.keep();
+        eprintln!(
+            "parley-bench: keeping the forum files in {}",
+            kept.display()
+        );
+        kept
+    } else {
+        temp.path().to_path_buf()
+    };
+    let want = |id: &str| selected.contains(id);
+    let mut rows = Vec::new();
+    let progress = |id: &str| {
+        if !cli.json || std::env::var_os("PARLEY_BENCH_PROGRESS").is_some() {
+            eprintln!("parley-bench: figure {id} ...");
+        }
+    };
+    if want("1") || want("2") || want("3") {
+        progress("1-3");
+        let sub = dir.join("fig1-3");
+        std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+        match fig_write::durable(&sub, &sizes, &want) {
+            Ok(r) => rows.extend(r),
+            Err(e) => rows.extend(
+                ["1", "2", "3"]
+                    .into_iter()
+                    .filter(|f| want(f))
+                    .map(|f| Row::failed(f, e.clone())),
+            ),
+        }
+    }
+    for id in FIGURES.iter().skip(3).filter(|f| want(f)) {
+        progress(id);
+        match run_figure(id, &dir, &sizes, cli.quick) {
+            Ok(r) => rows.extend(r),
+            Err(e) => rows.push(Row::failed(id, e)),
+        }
+    }
+    Ok(rows)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Hidden::RssChild { db, facts, appends }) = &cli.command {
+        return match fig_rss::child(db, facts, *appends) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("parley-bench rss-child: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "parley-bench: warning: this is a debug build; build with --release for real figures"
+        );
+    }
+    let json = cli.json;
+    match run(cli) {
+        Ok(rows) => {
+            let failed = rows.iter().any(|r| r.error.is_some());
+            if json {
+                let all: Vec<_> = rows.iter().map(Row::to_json).collect();
+                println!("{}", serde_json::Value::Array(all));
+            } else {
+                print!("{}", report::table(&rows));
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("parley-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

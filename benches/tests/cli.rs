@@ -1,0 +1,66 @@
+//! The command end to end: the JSON rows, the figure selection, bad options.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_parley-bench"))
+        .args(args)
+        .output()
+        .expect("parley-bench runs")
+}
+
+#[test]
+fn json_rows_carry_value_baseline_and_ratio() {
+    let out = bench(&["--quick", "--reps", "1", "--only", "4,7,10-rust", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    let rows = rows.as_array().expect("an array");
+    let ids: Vec<&Value> = rows.iter().map(|r| &r["id"]).collect();
+    assert_eq!(
+        ids,
+        [&Value::from(4), &Value::from(7), &Value::from("10-rust")]
+    );
+    for row in &rows[..2] {
+        let (v, b, r) = (
+            row["value"].as_f64().unwrap(),
+            row["baseline"].as_f64().unwrap(),
+            row["ratio"].as_f64().unwrap(),
+        );
+        assert!(v > 0.0 && b > 0.0, "{row}");
+        assert!((r - v / b).abs() < 1e-9 * r.max(1.0), "{row}");
+        assert!(row["pass"].is_boolean(), "{row}");
+        assert!(row["unit"].as_str().unwrap().starts_with("us/"), "{row}");
+    }
+    assert!(rows[2]["baseline"].is_null() && rows[2]["value"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn the_table_names_target_and_verdict() {
+    let out = bench(&["--quick", "--reps", "1", "--only", "8"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("8 "))
+        .expect("a row for figure 8");
+    assert!(line.contains("<= 1.2x"), "{line}");
+    assert!(line.contains("PASS") || line.contains("FAIL"), "{line}");
+    assert!(text.contains("baseline: the generic call"), "{text}");
+}
+
+#[test]
+fn unknown_figures_are_refused() {
+    let out = bench(&["--only", "12"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown figure `12`"));
+}

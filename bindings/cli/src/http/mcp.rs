@@ -1,0 +1,109 @@
+//! MCP Streamable HTTP, stateless: every `POST /mcp` carries one JSON-RPC message and
+//! gets its answer as `application/json` (202 and no body for a notification). The
+//! JSON-RPC handling itself is the engine's (`Forum::mcp`); this module only carries it.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use parley_forum::{Reason, Refusal};
+use serde_json::{json, Value};
+
+use super::mcp_headers::{self, Route, INVALID_REQUEST};
+use super::{bearer, blocking, json_response, read_body, App, BodyError};
+
+pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    // A token that is absent goes on to the engine, which answers the operations that
+    // need one with the refusal inside a normal result; an unparseable header is
+    // answered here, before dispatch.
+    let token = match bearer(&headers) {
+        Ok(token) => token,
+        Err(refusal) => {
+            let mut resp = json_response(StatusCode::UNAUTHORIZED, &refusal_error(&refusal));
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return resp;
+        }
+    };
+    let max = app.forum.config().limits.request_max_bytes;
+    let bytes = match read_body(&headers, body, max).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge(refusal)) => {
+            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal_error(&refusal))
+        }
+        Err(BodyError::Broken(why)) => {
+            let error = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": INVALID_REQUEST, "message": format!("unreadable request body: {why}") } });
+            return json_response(StatusCode::BAD_REQUEST, &error);
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let route = mcp_headers::route(&headers);
+    if route == Route::Modern {
+        if let Ok(body) = serde_json::from_str::<Value>(&text) {
+            if let Some(rejection) = mcp_headers::reject(&headers, &body) {
+                return json_response(mcp_headers::status(route, &rejection), &rejection);
+            }
+        }
+    }
+    let forum = app.forum.clone();
+    let reply = match blocking(move || forum.mcp(token.as_deref(), &text)).await {
+        Ok(reply) => reply,
+        Err(resp) => return resp,
+    };
+    match reply {
+        Some(reply) => {
+            let status = serde_json::from_str::<Value>(&reply)
+                .map(|v| mcp_headers::status(route, &v))
+                .unwrap_or(StatusCode::OK);
+            let mut resp = (status, reply).into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            resp
+        }
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// 405 for GET (this server opens no SSE stream) and DELETE (it keeps no sessions).
+pub(crate) async fn method_not_allowed() -> Response {
+    let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": INVALID_REQUEST, "message": "method not allowed: this stateless server answers POST only" } });
+    let mut resp = json_response(StatusCode::METHOD_NOT_ALLOWED, &body);
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    resp
+}
+
+/// A JSON-RPC error carrying a refusal in `data`, for refusals met before the message
+/// could be read (its id unknown, hence `null`).
+fn refusal_error(refusal: &Refusal) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": INVALID_REQUEST, "message": refusal.to_string(), "data": refusal.to_json() }
+    })
+}
+
+/// The answer to a message over `max` bytes, shared with the stdio transport.
+pub(crate) fn too_large_response(max: usize) -> String {
+    let refusal = Refusal::new(
+        Reason::PayloadTooLarge,
+        format!("the request is larger than request_max_bytes ({max} bytes)"),
+    )
+    .with_limit("request_max_bytes");
+    refusal_error(&refusal).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_large_carries_the_refusal() {
+        let v: Value = serde_json::from_str(&too_large_response(10)).unwrap();
+        assert_eq!(v["error"]["data"]["reason"], "payload_too_large");
+        assert_eq!(v["error"]["data"]["status"], 413);
+        assert!(v["id"].is_null());
+    }
+}

@@ -1,0 +1,307 @@
+//! The HTTP server: MCP Streamable HTTP at `POST /mcp` and the REST routes of
+//! SPEC §11.2 under `/v1`, one engine behind both.
+//!
+//! The engine is blocking (redb), so every call runs on tokio's blocking pool. On
+//! SIGINT or SIGTERM the listener stops accepting, requests in flight finish (within a
+//! grace period), and the forum is closed only after the last engine call has
+//! returned, so no acknowledged write is lost.
+
+pub(crate) mod mcp;
+mod mcp_headers;
+mod origin;
+mod rest;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use parley_forum::{Forum, Reason, Refusal};
+use serde_json::{json, Value};
+
+use crate::{CmdResult, Failure};
+use origin::Origins;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub(crate) forum: Arc<Forum>,
+    pub(crate) origins: Arc<Origins>,
+}
+
+/// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
+/// finish; a connection still open after that (a client that stalls mid-request) is
+/// closed. Engine calls already running always complete before the forum is closed.
+pub(crate) fn serve(
+    forum: Forum,
+    addr: &str,
+    allow_origins: &[String],
+    grace: Duration,
+) -> CmdResult {
+    let origins = Origins::new(allow_origins).map_err(Failure::Other)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(64)
+        .build()
+        .map_err(|e| Failure::Other(format!("cannot start the async runtime: {e}")))?;
+    let forum = Arc::new(forum);
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Failure::Other(format!("cannot listen on {addr}: {e}")))?;
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() {
+            eprintln!("parley: warning: listening beyond loopback over plain HTTP: bearer tokens travel unencrypted");
+        }
+        eprintln!(
+            "parley: listening on http://{local} (MCP: POST /mcp, REST: /v1/…), realm {}",
+            forum.config().realm
+        );
+        let app = App {
+            forum: Arc::clone(&forum),
+            origins: Arc::new(origins),
+        };
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let mut stopping = stop_rx.clone();
+        let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        });
+        let mut stopping = stop_rx;
+        let deadline = async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            served = server => served.map_err(|e| Failure::Other(format!("server error: {e}"))),
+            () = deadline => {
+                eprintln!("parley: connections still open after {} ms; closing them", grace.as_millis());
+                Ok(())
+            }
+        }
+    })?;
+    // Dropping the runtime waits for blocking calls still running; only then is the
+    // last reference to the forum released and the database closed.
+    drop(runtime);
+    match Arc::try_unwrap(forum) {
+        Ok(forum) => drop(forum),
+        Err(_) => {
+            return Err(Failure::Other(
+                "the forum was still in use at shutdown".into(),
+            ))
+        }
+    }
+    eprintln!("parley: stopped");
+    Ok(())
+}
+
+pub(crate) fn router(app: App) -> Router {
+    Router::new()
+        .route(
+            "/mcp",
+            post(mcp::handle)
+                .get(mcp::method_not_allowed)
+                .delete(mcp::method_not_allowed),
+        )
+        .route("/v1/manifest", get(rest::manifest))
+        .route("/v1/whoami", get(rest::whoami))
+        .route("/v1/messages", post(rest::post_message))
+        .route("/v1/threads", get(rest::list_threads))
+        .route("/v1/threads/{id}", get(rest::get_thread))
+        .route("/v1/inbox", get(rest::inbox))
+        .route("/v1/events", get(rest::events))
+        .route("/v1/claims/{id}", get(rest::get_claim))
+        .fallback(rest::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            origin::check,
+        ))
+        .with_state(app)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    eprintln!("parley: shutting down, finishing requests in flight");
+}
+
+/// The bearer token of the request: `Ok(None)` when there is no `Authorization`
+/// header, a refusal when there is one that is not `Bearer <token>`.
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let malformed = || {
+        Refusal::new(
+            Reason::TokenInvalid,
+            "the Authorization header must be `Bearer <token>`",
+        )
+    };
+    let text = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = text.trim().split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(malformed());
+    }
+    Ok(Some(token.to_string()))
+}
+
+/// Why a request body could not be read.
+pub(crate) enum BodyError {
+    TooLarge(Refusal),
+    Broken(String),
+}
+
+/// Reads the whole body, refusing with `payload_too_large` past `max` bytes without
+/// buffering more than that.
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    max: usize,
+) -> Result<Bytes, BodyError> {
+    let too_large = || {
+        BodyError::TooLarge(
+            Refusal::new(
+                Reason::PayloadTooLarge,
+                format!("the request is larger than request_max_bytes ({max} bytes)"),
+            )
+            .with_limit("request_max_bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    match axum::body::to_bytes(body, max).await {
+        Ok(bytes) => Ok(bytes),
+        Err(err) => {
+            let inner = err.into_inner();
+            if inner
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(too_large())
+            } else {
+                Err(BodyError::Broken(inner.to_string()))
+            }
+        }
+    }
+}
+
+/// Runs a blocking engine call on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(f).await.map_err(|err| {
+        eprintln!("parley: an engine call failed: {err}");
+        error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the engine call failed",
+        )
+    })
+}
+
+/// A JSON response with the given status.
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response {
+    let mut resp = (status, value.to_string()).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// `{"error": {reason, status, message}}` for failures outside the refusals of SPEC §12
+/// (no such route, a forbidden origin, a broken connection, an internal error).
+pub(crate) fn error_response(status: StatusCode, reason: &str, message: &str) -> Response {
+    json_response(
+        status,
+        &json!({ "error": { "reason": reason, "status": status.as_u16(), "message": message } }),
+    )
+}
+
+/// A refusal as REST returns it: its status code and `{"error": {…}}`, with
+/// `WWW-Authenticate` on 401 and `Retry-After` on 429.
+pub(crate) fn refusal_response(refusal: &Refusal) -> Response {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut resp = json_response(status, &json!({ "error": refusal.to_json() }));
+    if status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if let Some(ms) = refusal.retry_after_ms {
+        resp.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(ms.div_ceil(1000).max(1)),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(auth: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, HeaderValue::from_str(auth).unwrap());
+        h
+    }
+
+    #[test]
+    fn bearer_tokens_are_parsed_strictly() {
+        assert_eq!(bearer(&HeaderMap::new()).unwrap(), None);
+        assert_eq!(
+            bearer(&headers("Bearer pt_abc")).unwrap().as_deref(),
+            Some("pt_abc")
+        );
+        assert_eq!(
+            bearer(&headers("bearer  pt_abc ")).unwrap().as_deref(),
+            Some("pt_abc")
+        );
+        for bad in ["Basic abc", "Bearer", "Bearer   ", "pt_abc"] {
+            assert_eq!(
+                bearer(&headers(bad)).unwrap_err().reason,
+                Reason::TokenInvalid,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_carry_their_status_and_auth_hints() {
+        let resp = refusal_response(&Refusal::new(Reason::TokenMissing, "no token"));
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(resp.headers()[header::WWW_AUTHENTICATE], "Bearer");
+        let mut limited = Refusal::new(Reason::RateLimited, "slow down");
+        limited.retry_after_ms = Some(1500);
+        let resp = refusal_response(&limited);
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
+    }
+}

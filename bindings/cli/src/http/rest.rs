@@ -1,0 +1,245 @@
+//! The REST routes of SPEC §11.2. Query parameters carry the arguments, the path
+//! carries the id; the engine does every check, this module maps its answer to a
+//! status code: 200 for a read, 201 for a post, the reason's status for a refusal.
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use parley_forum::{Error, Reason, Refusal};
+use serde_json::{Map, Value};
+
+use super::{
+    bearer, blocking, error_response, json_response, read_body, refusal_response, App, BodyError,
+};
+
+/// Arguments that are numbers; every other query parameter stays a string (cursors
+/// are opaque and may look like numbers, and ids accept the decimal string form).
+const NUMERIC: [&str; 1] = ["limit"];
+
+pub(crate) async fn manifest(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "get_manifest", None).await
+}
+
+pub(crate) async fn whoami(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "whoami", None).await
+}
+
+pub(crate) async fn list_threads(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "list_threads", None).await
+}
+
+pub(crate) async fn get_thread(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "get_thread", Some(("thread", id))).await
+}
+
+pub(crate) async fn inbox(State(app): State<App>, headers: HeaderMap, query: RawQuery) -> Response {
+    read(app, headers, query, "get_inbox", None).await
+}
+
+pub(crate) async fn events(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "get_events", None).await
+}
+
+pub(crate) async fn get_claim(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "get_claim", Some(("claim", id))).await
+}
+
+pub(crate) async fn post_message(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let token = match bearer(&headers) {
+        Ok(token) => token,
+        Err(refusal) => return refusal_response(&refusal),
+    };
+    let max = app.forum.config().limits.request_max_bytes;
+    let bytes = match read_body(&headers, body, max).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge(refusal)) => return refusal_response(&refusal),
+        Err(BodyError::Broken(why)) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "unreadable_body",
+                &format!("unreadable request body: {why}"),
+            )
+        }
+    };
+    let envelope: Value = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(err) => {
+            let refusal = Refusal::new(
+                Reason::InvalidBody,
+                format!("the body is not valid JSON: {err}"),
+            );
+            return refusal_response(&refusal);
+        }
+    };
+    call(app, token, "post", envelope, StatusCode::CREATED).await
+}
+
+pub(crate) async fn not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route; the routes are listed in the manifest's documentation",
+    )
+}
+
+async fn read(
+    app: App,
+    headers: HeaderMap,
+    query: RawQuery,
+    op: &'static str,
+    path_arg: Option<(&str, String)>,
+) -> Response {
+    let token = match bearer(&headers) {
+        Ok(token) => token,
+        Err(refusal) => return refusal_response(&refusal),
+    };
+    let mut args = match query_args(query.0.as_deref().unwrap_or("")) {
+        Ok(args) => args,
+        Err(refusal) => return refusal_response(&refusal),
+    };
+    if let Some((key, id)) = path_arg {
+        args.insert(key.to_string(), Value::String(id));
+    }
+    call(app, token, op, Value::Object(args), StatusCode::OK).await
+}
+
+async fn call(
+    app: App,
+    token: Option<String>,
+    op: &'static str,
+    args: Value,
+    success: StatusCode,
+) -> Response {
+    let forum = app.forum.clone();
+    let outcome = match blocking(move || forum.call(token.as_deref(), op, &args)).await {
+        Ok(outcome) => outcome,
+        Err(resp) => return resp,
+    };
+    match outcome {
+        Ok(result) => json_response(success, &result),
+        Err(Error::Refused(refusal)) => refusal_response(&refusal),
+        // Only `get_claim` with the dialectic profile switched off lands here.
+        Err(Error::UnknownOperation(name)) => error_response(
+            StatusCode::NOT_FOUND,
+            "unknown_operation",
+            &format!("operation {name} is not offered by this forum"),
+        ),
+        Err(err) => {
+            eprintln!("parley: {op} failed: {err}");
+            error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                &err.to_string(),
+            )
+        }
+    }
+}
+
+/// The query string as operation arguments: `limit=10&since=c1` → `{"limit": 10, "since": "c1"}`.
+fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
+        Refusal::new(
+            Reason::InvalidArgument,
+            format!("malformed query string: {e}"),
+        )
+    })?;
+    let mut args = Map::new();
+    for (key, value) in pairs {
+        let value = if NUMERIC.contains(&key.as_str())
+            && !value.is_empty()
+            && value.bytes().all(|b| b.is_ascii_digit())
+        {
+            value
+                .parse::<u64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(value))
+        } else {
+            Value::String(value)
+        };
+        if args.insert(key.clone(), value).is_some() {
+            return Err(Refusal::new(
+                Reason::InvalidArgument,
+                format!("query parameter {key} is given twice"),
+            )
+            .with_field(key));
+        }
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn query_parameters_become_arguments() {
+        let args = query_args("limit=10&since=123&state=open&thread=th_1").unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"limit": 10, "since": "123", "state": "open", "thread": "th_1"})
+        );
+        let args = query_args("limit=ten").unwrap();
+        assert_eq!(args["limit"], "ten");
+        let args = query_args("since=a%2Bb%3D").unwrap();
+        assert_eq!(args["since"], "a+b=");
+        assert!(query_args("").unwrap().is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn encoded_parameters_come_back_as_strings(
+            pairs in proptest::collection::btree_map("[a-z_]{1,8}", "\\PC{0,20}", 0..5),
+        ) {
+            let query = serde_urlencoded::to_string(pairs.iter().collect::<Vec<_>>()).unwrap();
+            let args = query_args(&query).unwrap();
+            proptest::prop_assert_eq!(args.len(), pairs.len());
+            for (key, value) in &pairs {
+                let expected = if key == "limit" && !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                    value.parse::<u64>().map(Value::from).unwrap_or_else(|_| json!(value))
+                } else {
+                    json!(value)
+                };
+                proptest::prop_assert_eq!(&args[key], &expected);
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_parameters_are_refused() {
+        let refusal = query_args("limit=1&limit=2").unwrap_err();
+        assert_eq!(refusal.reason, Reason::InvalidArgument);
+        assert_eq!(refusal.field.as_deref(), Some("limit"));
+    }
+}

@@ -1,0 +1,180 @@
+//! MCP over stdio: one JSON-RPC message per line in, one per line out.
+//!
+//! stdout carries nothing but MCP messages; diagnostics go to stderr. The loop ends
+//! at end of input.
+
+use std::io::{BufRead, Write};
+use std::panic::AssertUnwindSafe;
+
+use parley_forum::Forum;
+
+use crate::http::mcp::too_large_response;
+use crate::CmdResult;
+
+pub(crate) fn serve(forum: &Forum, token: Option<&str>) -> CmdResult {
+    let token = token.filter(|t| !t.is_empty());
+    let max = forum.config().limits.request_max_bytes;
+    eprintln!(
+        "parley: MCP over stdio on {} ({})",
+        forum.config().realm,
+        if token.is_some() {
+            "token from PARLEY_TOKEN"
+        } else {
+            "no token: PARLEY_TOKEN is unset"
+        }
+    );
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let stdout = std::io::stdout();
+    let mut output = stdout.lock();
+    while let Some(line) = read_line(&mut input, max)? {
+        let reply = match line {
+            Line::Message(text) => {
+                let text = text.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                // A panic in the handler answers this message; the next ones are still served.
+                let handled = std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp(token, text)));
+                handled.unwrap_or_else(|_| Some(internal_error(text)))
+            }
+            Line::TooLong => Some(too_large_response(max)),
+        };
+        if let Some(reply) = reply {
+            output.write_all(one_line(reply).as_bytes())?;
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// The JSON-RPC internal error (-32603) for a message whose handling failed, echoing
+/// its id when it has one.
+fn internal_error(request: &str) -> String {
+    let id = serde_json::from_str::<serde_json::Value>(request)
+        .ok()
+        .and_then(|v| v.get("id").cloned())
+        .unwrap_or(serde_json::Value::Null);
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "Internal error" } })
+        .to_string()
+}
+
+/// The reply on a single line: a newline inside would break the framing.
+fn one_line(reply: String) -> String {
+    if !reply.contains('\n') {
+        return reply;
+    }
+    match serde_json::from_str::<serde_json::Value>(&reply) {
+        Ok(value) => value.to_string(),
+        Err(_) => reply.replace(['\r', '\n'], " "),
+    }
+}
+
+enum Line {
+    Message(String),
+    /// A line over the size limit, already skipped up to its end.
+    TooLong,
+}
+
+/// Reads one line holding at most `max` bytes (the newline aside) without buffering
+/// more than that: a longer line is consumed and reported as `TooLong`.
+fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Option<Line>> {
+    let mut buf = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            if buf.is_empty() && !too_long {
+                return Ok(None);
+            }
+            break;
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long {
+            let content = if done {
+                &chunk[..take - 1]
+            } else {
+                &chunk[..take]
+            };
+            if buf.len() + content.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(content);
+            }
+        }
+        input.consume(take);
+        if done {
+            break;
+        }
+    }
+    if too_long {
+        return Ok(Some(Line::TooLong));
+    }
+    Ok(Some(Line::Message(
+        String::from_utf8_lossy(&buf).into_owned(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = std::io::BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        while let Some(line) = read_line(&mut reader, max).unwrap() {
+            out.push(match line {
+                Line::Message(m) => m,
+                Line::TooLong => "<too long>".into(),
+            });
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_line_comes_back_whole_or_too_long(
+            lines in proptest::collection::vec("[ -~]{0,40}", 0..8),
+            max in 0usize..30,
+            capacity in 1usize..16,
+        ) {
+            let input: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
+            let mut reader = std::io::BufReader::with_capacity(capacity, input.as_slice());
+            for line in &lines {
+                match read_line(&mut reader, max).unwrap() {
+                    Some(Line::Message(m)) => proptest::prop_assert!(line.len() <= max && &m == line),
+                    Some(Line::TooLong) => proptest::prop_assert!(line.len() > max),
+                    None => proptest::prop_assert!(false, "input ended early"),
+                }
+            }
+            proptest::prop_assert!(read_line(&mut reader, max).unwrap().is_none());
+        }
+    }
+
+    #[test]
+    fn internal_errors_echo_the_request_id() {
+        let v: serde_json::Value = serde_json::from_str(&internal_error(
+            r#"{"jsonrpc":"2.0","id":"a1","method":"x"}"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            (v["id"].as_str(), v["error"]["code"].as_i64()),
+            (Some("a1"), Some(-32603))
+        );
+        let v: serde_json::Value = serde_json::from_str(&internal_error("{broken")).unwrap();
+        assert!(v["id"].is_null());
+    }
+
+    #[test]
+    fn splits_lines_and_skips_long_ones_whole() {
+        assert_eq!(lines(b"ab\ncd", 10), ["ab", "cd"]);
+        assert_eq!(lines(b"abcdefghijkl\nxy\n", 5), ["<too long>", "xy"]);
+        assert_eq!(lines(b"12345\n123456", 5), ["12345", "<too long>"]);
+        assert!(lines(b"", 5).is_empty());
+    }
+}

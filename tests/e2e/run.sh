@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `parley` binary, from any working directory:
+#   1. builds it (cargo build -p parley-cli);
+#   2. runs tests/e2e/test_mcp_sdk.py: the official MCP Python SDK as a client over
+#      stdio and Streamable HTTP, with the repository's .venv (created from
+#      tests/requirements.txt when absent);
+#   3. runs the official MCP conformance suite (pinned in tests/e2e/package.json)
+#      against `parley serve --http`, once per spec revision the server speaks, with
+#      conformance-expected-failures.txt as the baseline of known failures.
+# Exits non-zero when any of them fails.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+target_dir="${CARGO_TARGET_DIR:-$repo/target}"
+bin="$target_dir/debug/parley"
+revisions=(2025-11-25 2026-07-28)
+
+echo "== build"
+(cd "$repo" && cargo build -p parley-cli)
+
+echo "== MCP Python SDK"
+if [ ! -x "$repo/.venv/bin/python" ]; then
+  python3 -m venv "$repo/.venv"
+  "$repo/.venv/bin/pip" install -q -r "$repo/tests/requirements.txt"
+fi
+PARLEY_BIN="$bin" "$repo/.venv/bin/python" -m pytest -q -W error -p no:cacheprovider "$here/test_mcp_sdk.py"
+
+echo "== MCP conformance suite"
+cd "$here"
+if [ ! -x node_modules/.bin/conformance ] || [ ! -x node_modules/.bin/node ] \
+  || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+# The suite needs a newer Node.js than the system's; the pinned `node` package brings it.
+export PATH="$here/node_modules/.bin:$PATH"
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+env -u PARLEY_TOKEN -u PARLEY_SETTINGS \
+  "$bin" --db "$work/forum.redb" serve --http 127.0.0.1:0 2>"$work/server.log" &
+server_pid=$!
+url=""
+for _ in $(seq 1 300); do
+  url="$(sed -n 's|.*listening on \(http://[^ ]*\).*|\1|p' "$work/server.log" | head -n 1)"
+  [ -n "$url" ] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
+url="$url/mcp"
+
+status=0
+for rev in "${revisions[@]}"; do
+  baseline="$work/expected-failures-$rev.yml"
+  {
+    echo "server:"
+    awk -v rev="$rev" '!/^#/ && NF >= 2 { n = split($2, r, ","); for (i = 1; i <= n; i++) if (r[i] == rev) print "  - " $1 }' \
+      "$here/conformance-expected-failures.txt"
+  } >"$baseline"
+  echo "-- requirements $rev against $url"
+  if ! conformance server --url "$url" --requirements "$rev" --expected-failures "$baseline" -o "$work/results-$rev"; then
+    echo "conformance ($rev): unexpected result (see the summary above)" >&2
+    status=1
+  fi
+done
+exit "$status"
