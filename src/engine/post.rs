@@ -397,9 +397,12 @@ impl Forum {
                         confirmation: true,
                     },
                 ));
-                thread.state_by_user = caller.human;
+                // The state stays as proposed (origin included); only its
+                // confirmation is new, labelled when it came through the lock right.
                 thread.state_confirmed_at = Some(now);
-                thread.state_label = lock_label.clone();
+                if lock_label.is_some() {
+                    thread.state_label = lock_label.clone();
+                }
             }
             Effect::None => {}
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::cursor::{self, Index};
 use super::tokens::{authenticate, Caller, Right};
@@ -108,7 +108,12 @@ impl Forum {
         end: u64,
     ) -> Value {
         let position = positions.last().copied().unwrap_or(end);
-        json!({ "items": items, "cursor": cursor::encode(self.store.cursor_key(), index, position), "more": more })
+        let cursor = cursor::encode(self.store.cursor_key(), index, position);
+        view::object([
+            ("items", Value::Array(items)),
+            ("cursor", Value::from(cursor)),
+            ("more", Value::from(more)),
+        ])
     }
 
     pub(crate) fn get_thread(
@@ -129,7 +134,10 @@ impl Forum {
             ))
         })?;
         let messages = tx.thread_messages(id)?;
-        Ok(json!({ "thread": view::thread(&thread), "messages": tree(&messages) }))
+        Ok(view::object([
+            ("thread", view::thread(&thread)),
+            ("messages", Value::Array(tree(&messages))),
+        ]))
     }
 
     pub(crate) fn list_threads(
@@ -212,8 +220,14 @@ impl Forum {
         for scope in scopes {
             let mut taken = 0;
             tx.scan_turns(scope, page.after, &mut |pos, thread_id| {
-                let Some(thread) = tx.thread(thread_id)? else { return Ok(Flow::Continue) };
-                let Some(turn) = thread.awaiting.as_ref().filter(|a| a.message == pos && !thread.locked()) else {
+                let Some(thread) = tx.thread(thread_id)? else {
+                    return Ok(Flow::Continue);
+                };
+                let Some(turn) = thread
+                    .awaiting
+                    .as_ref()
+                    .filter(|a| a.message == pos && !thread.locked())
+                else {
                     return Ok(Flow::Continue);
                 };
                 if turn.identity != "*" {
@@ -223,13 +237,28 @@ impl Forum {
                         }
                     }
                 }
-                let Some(message) = tx.message(pos)? else { return Ok(Flow::Continue) };
-                if extension.is_some() && message.identity == caller.identity && message.extension == extension {
+                let Some(message) = tx.message(pos)? else {
+                    return Ok(Flow::Continue);
+                };
+                if extension.is_some()
+                    && message.identity == caller.identity
+                    && message.extension == extension
+                {
                     return Ok(Flow::Continue);
                 }
-                accepted.push((pos, json!({ "thread": view::thread(&thread), "message": Value::Object(view::message(&message)) })));
+                accepted.push((
+                    pos,
+                    view::object([
+                        ("thread", view::thread(&thread)),
+                        ("message", Value::Object(view::message(&message))),
+                    ]),
+                ));
                 taken += 1;
-                Ok(if taken > page.limit { Flow::Stop } else { Flow::Continue })
+                Ok(if taken > page.limit {
+                    Flow::Stop
+                } else {
+                    Flow::Continue
+                })
             })?;
         }
         accepted.sort_by_key(|(pos, _)| *pos);

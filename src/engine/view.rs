@@ -6,6 +6,11 @@ use crate::protocol::ids::IdKind;
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::time;
 
+/// An object from owned values. `json!` would deep-copy every `Value` placed in it.
+pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 fn key(kind: IdKind, n: u64) -> Value {
     Value::String(kind.key(n))
 }
@@ -79,20 +84,29 @@ pub(crate) fn message(m: &MessageRec) -> Map<String, Value> {
 
 /// A thread summary (SPEC §8.2).
 pub(crate) fn thread(t: &ThreadRec) -> Value {
-    json!({
-        "id": key(IdKind::Thread, t.id),
-        "topic": t.topic,
-        "creator": { "identity": t.creator, "extension": t.creator_extension },
-        "state": t.state.as_str(),
-        "state_origin": if t.state_by_user { "user" } else { "llm" },
-        "state_confirmed_at": opt_time(t.state_confirmed_at),
-        "state_label": t.state_label,
-        "locked": t.locked(),
-        "awaiting": awaiting(&t.awaiting),
-        "message_count": t.message_count,
-        "created_at": time::format(t.created_at),
-        "updated_at": time::format(t.updated_at),
-    })
+    object([
+        ("id", key(IdKind::Thread, t.id)),
+        ("topic", Value::from(t.topic.as_str())),
+        (
+            "creator",
+            object([
+                ("identity", Value::from(t.creator.as_str())),
+                ("extension", json!(t.creator_extension)),
+            ]),
+        ),
+        ("state", Value::from(t.state.as_str())),
+        (
+            "state_origin",
+            Value::from(if t.state_by_user { "user" } else { "llm" }),
+        ),
+        ("state_confirmed_at", opt_time(t.state_confirmed_at)),
+        ("state_label", json!(t.state_label)),
+        ("locked", Value::from(t.locked())),
+        ("awaiting", awaiting(&t.awaiting)),
+        ("message_count", Value::from(t.message_count)),
+        ("created_at", Value::from(time::format(t.created_at))),
+        ("updated_at", Value::from(time::format(t.updated_at))),
+    ])
 }
 
 /// An event (SPEC §8.4).

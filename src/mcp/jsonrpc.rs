@@ -166,9 +166,17 @@ pub(crate) fn decode_value(value: Value) -> Result<Incoming, Rejected> {
     Ok(Incoming::Request { id, method, params })
 }
 
-/// A success response.
+/// A success response. Built field by field: `json!` would deep-copy `result`.
 pub(crate) fn result(id: &Value, result: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+    envelope(id, "result", result)
+}
+
+fn envelope(id: &Value, key: &str, body: Value) -> String {
+    let mut response = Map::new();
+    response.insert("jsonrpc".into(), Value::from("2.0"));
+    response.insert("id".into(), id.clone());
+    response.insert(key.into(), body);
+    Value::Object(response).to_string()
 }
 
 /// An error response.
@@ -179,7 +187,7 @@ pub(crate) fn error(id: &Value, error: &RpcError) -> String {
     if let Some(data) = &error.data {
         body.insert("data".into(), data.clone());
     }
-    json!({ "jsonrpc": "2.0", "id": id, "error": body }).to_string()
+    envelope(id, "error", Value::Object(body))
 }
 
 #[cfg(test)]

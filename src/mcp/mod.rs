@@ -208,7 +208,9 @@ impl Forum {
     ) -> Result<Value, RpcError> {
         let era = era::of_request(&params)?;
         match method {
-            "initialize" => initialize(&params),
+            // 2026-07-28 removed the handshake; a request that declares that
+            // revision gets the answer of a method it does not have.
+            "initialize" if era == Era::Legacy => initialize(&params),
             "server/discover" => Ok(shaped(Era::Modern, discover(), true)),
             // 2026-07-28 removed `ping`; a request that declares that revision gets
             // the answer of a method it does not have.
