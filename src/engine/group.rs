@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -21,21 +22,30 @@ use crate::error::{Error, Result};
 
 /// Most posts in one transaction: bounds the latency a leader adds to a batch.
 const MAX_BATCH: usize = 512;
+/// Longest a leader waits for its batch to fill.
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 type Outcome = Result<Value>;
 
-#[derive(Default)]
 struct Shared<J> {
     pending: Vec<(u64, J)>,
     done: HashMap<u64, Outcome>,
     leader: bool,
     next_ticket: u64,
+    /// Size and duration of the last batch: when several writers are active, the
+    /// next leader waits (a fraction of a commit) for them to queue up again, so a
+    /// burst shares one fsync instead of splitting into batches of one or two.
+    last_batch: usize,
+    last_cost: Duration,
 }
 
 /// A queue of posts and the leader protocol that drains it.
 pub(crate) struct Group<J> {
     shared: Mutex<Shared<J>>,
+    /// Signalled when outcomes are ready.
     wake: Condvar,
+    /// Signalled when a job arrives, for a leader gathering its batch.
+    arrival: Condvar,
 }
 
 impl<J> Default for Group<J> {
@@ -46,8 +56,11 @@ impl<J> Default for Group<J> {
                 done: HashMap::new(),
                 leader: false,
                 next_ticket: 0,
+                last_batch: 0,
+                last_cost: Duration::ZERO,
             }),
             wake: Condvar::new(),
+            arrival: Condvar::new(),
         }
     }
 }
@@ -67,6 +80,7 @@ impl<J> Group<J> {
         let ticket = shared.next_ticket;
         shared.next_ticket += 1;
         shared.pending.push((ticket, job));
+        self.arrival.notify_one();
         loop {
             if let Some(outcome) = shared.done.remove(&ticket) {
                 return outcome;
@@ -79,15 +93,19 @@ impl<J> Group<J> {
                 continue;
             }
             shared.leader = true;
+            shared = self.gather(shared);
             let take = shared.pending.len().min(MAX_BATCH);
             let jobs: Vec<(u64, J)> = shared.pending.drain(..take).collect();
             drop(shared);
 
             let (tickets, jobs): (Vec<u64>, Vec<J>) = jobs.into_iter().unzip();
             let count = tickets.len();
+            let started = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| batch(jobs)));
             shared = self.lock();
             shared.leader = false;
+            shared.last_batch = count;
+            shared.last_cost = started.elapsed();
             let panic = match result {
                 Ok(outcomes) if outcomes.len() == count => {
                     shared.done.extend(tickets.into_iter().zip(outcomes));
@@ -120,6 +138,28 @@ impl<J> Group<J> {
                 resume_unwind(payload);
             }
         }
+    }
+}
+
+impl<J> Group<J> {
+    /// While the last batch had company, waits up to half its duration for as many
+    /// jobs to queue. A lone writer (last batch of one) never waits.
+    fn gather<'a>(&'a self, mut shared: MutexGuard<'a, Shared<J>>) -> MutexGuard<'a, Shared<J>> {
+        if shared.last_batch <= 1 {
+            return shared;
+        }
+        let deadline = Instant::now() + (shared.last_cost / 2).min(MAX_GATHER);
+        while shared.pending.len() < shared.last_batch.min(MAX_BATCH) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            shared = match self.arrival.wait_timeout(shared, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        shared
     }
 }
 

@@ -136,7 +136,7 @@ impl Forum {
         let messages = tx.thread_messages(id)?;
         Ok(view::object([
             ("thread", view::thread(&thread)),
-            ("messages", Value::Array(tree(&messages))),
+            ("messages", Value::Array(tree(messages))),
         ]))
     }
 
@@ -349,31 +349,35 @@ pub(crate) fn claim_view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
 }
 
 /// Messages nested by parent, each level in creation order (SPEC §8.2).
-fn tree(messages: &[MessageRec]) -> Vec<Value> {
+fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
     let mut children: HashMap<Option<u64>, Vec<usize>> = HashMap::new();
     for (i, m) in messages.iter().enumerate() {
         children.entry(m.parent).or_default().push(i);
     }
+    let mut slots: Vec<Option<MessageRec>> = messages.into_iter().map(Some).collect();
     fn build(
         at: Option<u64>,
-        messages: &[MessageRec],
+        slots: &mut [Option<MessageRec>],
         children: &HashMap<Option<u64>, Vec<usize>>,
     ) -> Vec<Value> {
-        children
-            .get(&at)
-            .map(|list| {
-                list.iter()
-                    .map(|&i| {
-                        let mut m = view::message(&messages[i]);
-                        m.insert(
-                            "replies".into(),
-                            Value::Array(build(Some(messages[i].id), messages, children)),
-                        );
-                        Value::Object(m)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(list) = children.get(&at) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for &i in list {
+            // Each message is rendered once: its slot is taken, its strings moved.
+            let Some(message) = slots[i].take() else {
+                continue;
+            };
+            let id = message.id;
+            let mut m = view::message_owned(message);
+            m.insert(
+                "replies".into(),
+                Value::Array(build(Some(id), slots, children)),
+            );
+            out.push(Value::Object(m));
+        }
+        out
     }
-    build(None, messages, &children)
+    build(None, &mut slots, &children)
 }

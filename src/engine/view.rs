@@ -31,33 +31,46 @@ pub(crate) fn awaiting(a: &Option<Awaiting>) -> Value {
 
 /// A message (SPEC §8.1), without `replies`.
 pub(crate) fn message(m: &MessageRec) -> Map<String, Value> {
+    message_owned(m.clone())
+}
+
+/// A message, moving its strings instead of copying them (reading a thread renders
+/// a thousand of these).
+pub(crate) fn message_owned(m: MessageRec) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("id".into(), key(IdKind::Message, m.id));
-    out.insert("parley".into(), json!("1"));
-    out.insert("kind".into(), json!(m.kind));
+    out.insert("parley".into(), Value::from("1"));
+    out.insert("kind".into(), Value::String(m.kind));
     out.insert("thread".into(), key(IdKind::Thread, m.thread));
     out.insert(
         "parent".into(),
         m.parent.map_or(Value::Null, |p| key(IdKind::Message, p)),
     );
+    let extension = m.extension.map_or(Value::Null, Value::String);
     out.insert(
         "from".into(),
-        json!({ "identity": m.identity, "extension": m.extension }),
+        object([
+            ("identity", Value::String(m.identity)),
+            ("extension", extension),
+        ]),
     );
     out.insert(
         "author_kind".into(),
-        json!(if m.human { "human" } else { "llm" }),
+        Value::from(if m.human { "human" } else { "llm" }),
     );
-    out.insert("body".into(), json!(m.body));
-    out.insert("created_at".into(), json!(time::format(m.created_at)));
-    if let Some(to) = &m.to {
-        out.insert("to".into(), json!(to));
+    out.insert("body".into(), Value::String(m.body));
+    out.insert(
+        "created_at".into(),
+        Value::String(time::format(m.created_at)),
+    );
+    if let Some(to) = m.to {
+        out.insert("to".into(), Value::String(to));
     }
     if let Some(state) = m.state {
-        out.insert("state".into(), json!(state.as_str()));
+        out.insert("state".into(), Value::from(state.as_str()));
     }
-    if let Some(p) = &m.provenance {
-        out.insert("provenance".into(), Value::Object(p.clone()));
+    if let Some(p) = m.provenance {
+        out.insert("provenance".into(), Value::Object(p));
     }
     if let Some(c) = m.claim {
         out.insert("claim".into(), key(IdKind::Claim, c));
@@ -77,7 +90,7 @@ pub(crate) fn message(m: &MessageRec) -> Map<String, Value> {
         out.insert("supersedes".into(), Value::Array(ids));
     }
     if let Some(t) = m.valid_until {
-        out.insert("valid_until".into(), json!(time::format(t)));
+        out.insert("valid_until".into(), Value::String(time::format(t)));
     }
     out
 }

@@ -68,7 +68,10 @@ for rev in "${revisions[@]}"; do
       "$here/conformance-expected-failures.txt"
   } >"$baseline"
   echo "-- requirements $rev against $url"
-  if ! conformance server --url "$url" --requirements "$rev" --expected-failures "$baseline" -o "$work/results-$rev"; then
+  # The suite's own total counts the expected failures; reword it so no reader takes
+  # it for this run's verdict, which is the baseline check's (and the exit status).
+  if ! conformance server --url "$url" --requirements "$rev" --expected-failures "$baseline" -o "$work/results-$rev" \
+    | sed -u 's/^Total: /suite total, expected failures included: /'; then
     echo "conformance ($rev): unexpected result (see the summary above)" >&2
     status=1
   fi
