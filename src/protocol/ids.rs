@@ -28,7 +28,24 @@ impl IdKind {
 
     /// The key of the `n`th id of this kind.
     pub fn key(self, n: u64) -> String {
-        format!("{}{n}", self.prefix())
+        // Written by hand: keys are rendered for every message read, and the
+        // formatting machinery costs more than the digits.
+        let prefix = self.prefix();
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut key = String::with_capacity(prefix.len() + digits.len() - at);
+        key.push_str(prefix);
+        key.extend(digits[at..].iter().map(|d| char::from(*d)));
+        key
     }
 }
 
@@ -82,6 +99,13 @@ pub fn is_extension(s: &str, max: usize) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn keys() {
+        assert_eq!(IdKind::Thread.key(1042), "th_1042");
+        assert_eq!(IdKind::Message.key(0), "msg_0");
+        assert_eq!(IdKind::Event.key(u64::MAX), format!("ev_{}", u64::MAX));
+    }
 
     #[test]
     fn id_forms() {

@@ -62,9 +62,17 @@ impl State {
         self.rank().is_none()
     }
 
-    /// A stable one-byte code, for storage keys.
+    /// A stable one-byte code, for storage keys and records.
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// The state of a [`State::code`].
+    pub fn from_code(code: u8) -> Option<State> {
+        Self::FORWARD
+            .into_iter()
+            .chain(Self::SIDE)
+            .find(|s| s.code() == code)
     }
 }
 

@@ -96,8 +96,8 @@ impl ThreadRec {
     }
 }
 
-/// A message.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A message. Stored in the binary form of `codec`, not as JSON.
+#[derive(Debug, Clone)]
 pub struct MessageRec {
     /// `msg_<id>`.
     pub id: u64,
@@ -120,28 +120,20 @@ pub struct MessageRec {
     /// Creation time.
     pub created_at: i64,
     /// `to`, when sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// `state`, on mark.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<State>,
     /// `provenance`, when sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Map<String, Value>>,
     /// The claim it created (assert) or names (attest, refute, verify).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<u64>,
     /// The counter-claim a refute created.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter_claim: Option<u64>,
     /// Evidence items.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
     /// Claims an assert supersedes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<u64>,
     /// An assert's expiry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<i64>,
 }
 

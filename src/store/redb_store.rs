@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
 use super::tables::*;
-use super::{Flow, ReadTx, Store, Visit, WriteTx};
+use super::{codec, Flow, ReadTx, Store, Visit, WriteTx};
 use crate::config::Durability;
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -220,7 +220,7 @@ macro_rules! impl_read {
                     return Ok(None);
                 };
                 match self.table(MESSAGES)?.get((thread, id))? {
-                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    Some(guard) => Ok(Some(codec::decode(guard.value())?)),
                     None => Ok(None),
                 }
             }
@@ -229,7 +229,7 @@ macro_rules! impl_read {
                 let table = self.table(MESSAGES)?;
                 let mut out = Vec::new();
                 for entry in table.range((thread, 0)..=(thread, u64::MAX))? {
-                    out.push(decode(entry?.1.value())?);
+                    out.push(codec::decode(entry?.1.value())?);
                 }
                 Ok(out)
             }
@@ -378,8 +378,10 @@ impl WriteTx for Writer {
     }
 
     fn put_message(&mut self, message: &MessageRec) -> Result<()> {
-        self.table(MESSAGES)?
-            .insert((message.thread, message.id), encode(message)?.as_slice())?;
+        self.table(MESSAGES)?.insert(
+            (message.thread, message.id),
+            codec::encode(message).as_slice(),
+        )?;
         self.table(INDEX)?
             .insert(key::message(message.id).as_slice(), message.thread)?;
         Ok(())

@@ -1,0 +1,257 @@
+//! A compact binary form for message records. Messages are the bulk of a forum
+//! and reading a thread decodes a thousand of them; a length-prefixed layout
+//! decodes several times faster than JSON.
+//!
+//! Layout (little-endian): a format byte, then the fields in declaration order;
+//! a string is a `u32` length and its UTF-8 bytes; an optional value is a `0`/`1`
+//! byte and the value; a list is a `u32` count and its items.
+
+use serde_json::{Map, Value};
+
+use super::records::MessageRec;
+use crate::error::{Error, Result};
+use crate::protocol::evidence::Evidence;
+use crate::protocol::state::State;
+
+/// The format byte of this layout.
+const FORMAT: u8 = 1;
+
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt<T>(&mut self, v: &Option<T>, put: impl FnOnce(&mut Self, &T)) {
+        match v {
+            None => self.u8(0),
+            Some(x) => {
+                self.u8(1);
+                put(self, x);
+            }
+        }
+    }
+}
+
+struct In<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+fn corrupt() -> Error {
+    Error::Storage("a stored message is truncated or malformed".into())
+}
+
+impl In<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or_else(corrupt)?;
+        let bytes = &self.buf[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().map_err(|_| corrupt())?,
+        ))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().map_err(|_| corrupt())?,
+        ))
+    }
+    fn string(&mut self) -> Result<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| corrupt())
+    }
+    fn opt<T>(&mut self, get: impl FnOnce(&mut Self) -> Result<T>) -> Result<Option<T>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => get(self).map(Some),
+            _ => Err(corrupt()),
+        }
+    }
+}
+
+/// The stored bytes of a message.
+pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
+    let mut out = Out(Vec::with_capacity(64 + m.body.len()));
+    out.u8(FORMAT);
+    out.u64(m.id);
+    out.str(&m.kind);
+    out.u64(m.thread);
+    out.opt(&m.parent, |o, p| o.u64(*p));
+    out.u32(m.depth);
+    out.str(&m.identity);
+    out.opt(&m.extension, |o, e| o.str(e));
+    out.u8(u8::from(m.human));
+    out.str(&m.body);
+    out.u64(m.created_at as u64);
+    out.opt(&m.to, |o, t| o.str(t));
+    out.opt(&m.state, |o, s| o.u8(s.code()));
+    out.opt(&m.provenance, |o, p| {
+        o.str(&Value::Object(p.clone()).to_string())
+    });
+    out.opt(&m.claim, |o, c| o.u64(*c));
+    out.opt(&m.counter_claim, |o, c| o.u64(*c));
+    out.u32(m.evidence.len() as u32);
+    for e in &m.evidence {
+        out.str(&e.kind);
+        out.str(&e.reference);
+        out.opt(&e.note, |o, n| o.str(n));
+    }
+    out.u32(m.supersedes.len() as u32);
+    for c in &m.supersedes {
+        out.u64(*c);
+    }
+    out.opt(&m.valid_until, |o, t| o.u64(*t as u64));
+    out.0
+}
+
+/// A message back from its stored bytes.
+pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
+    let mut r = In { buf: bytes, at: 0 };
+    if r.u8()? != FORMAT {
+        return Err(Error::Storage(
+            "a stored message has an unknown format".into(),
+        ));
+    }
+    let id = r.u64()?;
+    let kind = r.string()?;
+    let thread = r.u64()?;
+    let parent = r.opt(In::u64)?;
+    let depth = r.u32()?;
+    let identity = r.string()?;
+    let extension = r.opt(In::string)?;
+    let human = r.u8()? == 1;
+    let body = r.string()?;
+    let created_at = r.u64()? as i64;
+    let to = r.opt(In::string)?;
+    let state = r.opt(|r| State::from_code(r.u8()?).ok_or_else(corrupt))?;
+    let provenance =
+        r.opt(|r| serde_json::from_str::<Map<String, Value>>(&r.string()?).map_err(|_| corrupt()))?;
+    let claim = r.opt(In::u64)?;
+    let counter_claim = r.opt(In::u64)?;
+    let evidence = (0..r.u32()?)
+        .map(|_| {
+            Ok(Evidence {
+                kind: r.string()?,
+                reference: r.string()?,
+                note: r.opt(In::string)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let supersedes = (0..r.u32()?).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
+    let valid_until = r.opt(|r| r.u64().map(|t| t as i64))?;
+    if r.at != bytes.len() {
+        return Err(corrupt());
+    }
+    Ok(MessageRec {
+        id,
+        kind,
+        thread,
+        parent,
+        depth,
+        identity,
+        extension,
+        human,
+        body,
+        created_at,
+        to,
+        state,
+        provenance,
+        claim,
+        counter_claim,
+        evidence,
+        supersedes,
+        valid_until,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> MessageRec {
+        MessageRec {
+            id: 9,
+            kind: "assert".into(),
+            thread: 2,
+            parent: Some(4),
+            depth: 3,
+            identity: "ainotes:bob".into(),
+            extension: Some("w1".into()),
+            human: true,
+            body: "b \"quoted\" ünï".into(),
+            created_at: 1_796_040_000_123,
+            to: Some("ainotes:a".into()),
+            state: Some(State::Rejected),
+            provenance: Some(Map::from_iter([("model".to_string(), Value::from("m"))])),
+            claim: Some(5),
+            counter_claim: Some(6),
+            evidence: vec![Evidence {
+                kind: "log".into(),
+                reference: "r".into(),
+                note: Some("n".into()),
+            }],
+            supersedes: vec![1, 2],
+            valid_until: Some(1_796_040_000_000),
+        }
+    }
+
+    #[test]
+    fn round_trips_every_field() {
+        let m = full();
+        assert_eq!(
+            format!("{:?}", decode(&encode(&m)).unwrap()),
+            format!("{m:?}")
+        );
+        let bare = MessageRec {
+            parent: None,
+            extension: None,
+            to: None,
+            state: None,
+            provenance: None,
+            claim: None,
+            counter_claim: None,
+            evidence: vec![],
+            supersedes: vec![],
+            valid_until: None,
+            ..full()
+        };
+        assert_eq!(
+            format!("{:?}", decode(&encode(&bare)).unwrap()),
+            format!("{bare:?}")
+        );
+    }
+
+    #[test]
+    fn damaged_bytes_are_an_error_not_a_panic() {
+        let bytes = encode(&full());
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err());
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(decode(&extra).is_err());
+        let mut wrong = bytes;
+        wrong[0] = 9;
+        assert!(decode(&wrong).is_err());
+    }
+}
