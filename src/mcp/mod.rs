@@ -81,6 +81,57 @@ fn server_info() -> Value {
     json!({ "name": SERVER_NAME, "version": crate::VERSION })
 }
 
+/// What a method answers.
+enum Reply {
+    /// A result to wrap in a response.
+    Value(Value),
+    /// A `tools/call` result, written straight to text (see [`ToolResult`]).
+    Tool(ToolResult, Era),
+}
+
+/// The result of `tools/call`, kept as JSON text: `structuredContent` is the
+/// operation's result already serialized, spliced into the response rather than
+/// serialized a second time.
+struct ToolResult {
+    /// The text content; `None` means the structured content's own text.
+    text: Option<String>,
+    /// The structured content, as JSON text.
+    structured: String,
+    is_error: bool,
+}
+
+impl ToolResult {
+    /// The whole JSON-RPC response.
+    fn response(self, id: &Value, era: Era) -> String {
+        let text = self.text.as_deref().unwrap_or(&self.structured);
+        let escaped = Value::from(text).to_string();
+        let mut out = String::with_capacity(escaped.len() + self.structured.len() + 256);
+        out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+        out.push_str(&id.to_string());
+        out.push_str(r#","result":{"content":[{"type":"text","text":"#);
+        out.push_str(&escaped);
+        out.push_str(r#"}],"structuredContent":"#);
+        out.push_str(&self.structured);
+        out.push_str(r#","isError":"#);
+        out.push_str(if self.is_error { "true" } else { "false" });
+        if era == Era::Modern {
+            // What `shaped` adds for 2026-07-28 (calls carry no cache hints).
+            for (key, value) in shaped(Era::Modern, Map::new(), false)
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                out.push(',');
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                out.push_str(&value.to_string());
+            }
+        }
+        out.push_str("}}");
+        out
+    }
+}
+
 /// Adds what the request's era requires to a result: for 2026-07-28, `resultType`,
 /// the server's identity in `_meta`, and cache hints on cacheable results.
 fn shaped(era: Era, mut result: Map<String, Value>, cacheable: bool) -> Value {
@@ -171,7 +222,8 @@ impl Forum {
             Err(rejected) => return Some(jsonrpc::error(&rejected.id, &rejected.error)),
         };
         Some(match self.mcp_dispatch(token, &method, params) {
-            Ok(result) => jsonrpc::result(&id, result),
+            Ok(Reply::Value(result)) => jsonrpc::result(&id, result),
+            Ok(Reply::Tool(tool, era)) => tool.response(&id, era),
             Err(error) => jsonrpc::error(&id, &error),
         })
     }
@@ -205,16 +257,16 @@ impl Forum {
         token: Option<&str>,
         method: &str,
         mut params: Map<String, Value>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Reply, RpcError> {
         let era = era::of_request(&params)?;
         match method {
             // 2026-07-28 removed the handshake; a request that declares that
             // revision gets the answer of a method it does not have.
-            "initialize" if era == Era::Legacy => initialize(&params),
-            "server/discover" => Ok(shaped(Era::Modern, discover(), true)),
+            "initialize" if era == Era::Legacy => initialize(&params).map(Reply::Value),
+            "server/discover" => Ok(Reply::Value(shaped(Era::Modern, discover(), true))),
             // 2026-07-28 removed `ping`; a request that declares that revision gets
             // the answer of a method it does not have.
-            "ping" if era == Era::Legacy => Ok(Value::Object(Map::new())),
+            "ping" if era == Era::Legacy => Ok(Reply::Value(Value::Object(Map::new()))),
             "tools/list" => {
                 match params.get("cursor") {
                     None | Some(Value::Null) => {}
@@ -225,7 +277,7 @@ impl Forum {
                 }
                 let mut result = Map::new();
                 result.insert("tools".into(), Value::Array(self.mcp_tools()));
-                Ok(shaped(era, result, true))
+                Ok(Reply::Value(shaped(era, result, true)))
             }
             "tools/call" => {
                 let name = match params.remove("name") {
@@ -242,10 +294,9 @@ impl Forum {
                 let arguments = params
                     .remove("arguments")
                     .unwrap_or_else(|| Value::Object(Map::new()));
-                Ok(shaped(
-                    era,
+                Ok(Reply::Tool(
                     self.mcp_call_tool(token, &name, &arguments)?,
-                    false,
+                    era,
                 ))
             }
             _ => Err(RpcError::new(
@@ -275,32 +326,31 @@ impl Forum {
         token: Option<&str>,
         name: &str,
         arguments: &Value,
-    ) -> Result<Map<String, Value>, RpcError> {
+    ) -> Result<ToolResult, RpcError> {
         if !self.mcp_tool_names().any(|op| op == name) {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         }
-        let (text, structured, is_error) = match self.call(token, name, arguments) {
-            Ok(result) => (result.to_string(), result, false),
-            Err(Error::Refused(refusal)) => (
-                refusal.to_string(),
-                json!({ "error": refusal.to_json() }),
-                true,
-            ),
+        match self.call(token, name, arguments) {
+            // The result is serialized once and serves as both the text content
+            // and the structured content.
+            Ok(result) => Ok(ToolResult {
+                text: None,
+                structured: result.to_string(),
+                is_error: false,
+            }),
+            Err(Error::Refused(refusal)) => Ok(ToolResult {
+                text: Some(refusal.to_string()),
+                structured: json!({ "error": refusal.to_json() }).to_string(),
+                is_error: true,
+            }),
             Err(Error::UnknownOperation(_)) => {
-                return Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
+                Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
             }
-            Err(other) => {
-                return Err(RpcError::new(
-                    INTERNAL_ERROR,
-                    format!("Internal error: {other}"),
-                ))
-            }
-        };
-        let mut result = Map::new();
-        result.insert("content".into(), json!([{ "type": "text", "text": text }]));
-        result.insert("structuredContent".into(), structured);
-        result.insert("isError".into(), json!(is_error));
-        Ok(result)
+            Err(other) => Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("Internal error: {other}"),
+            )),
+        }
     }
 }
 
