@@ -75,21 +75,6 @@ fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
     Err(Refusal::new(reason, message).into())
 }
 
-/// FNV-1a of the body with runs of whitespace collapsed and ends trimmed: the
-/// repeat guard's notion of "the same body". A stable hash, so stored values keep
-/// their meaning across builds; a collision could only refuse its own author.
-fn body_hash(body: &str) -> u64 {
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (i, word) in body.split_whitespace().enumerate() {
-        let sep: &[u8] = if i > 0 { b" " } else { b"" };
-        for byte in sep.iter().chain(word.as_bytes()) {
-            hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
-        }
-    }
-    hash
-}
-
 fn topic(body: &str) -> String {
     body.lines()
         .next()
@@ -205,7 +190,7 @@ impl Forum {
             }
         }
         if let (false, Some(t)) = (caller.human, thread) {
-            if t.last_body.get(&caller.identity) == Some(&body_hash(&env.body)) {
+            if t.last_body.get(&caller.identity) == Some(&env.body_hash) {
                 return refuse(
                     Reason::RepeatedBody,
                     "this body repeats your most recent message in the thread; say something new",
@@ -473,7 +458,7 @@ impl Forum {
 
         thread
             .last_body
-            .insert(caller.identity.clone(), body_hash(&env.body));
+            .insert(caller.identity.clone(), env.body_hash);
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;

@@ -44,6 +44,8 @@ pub struct Checked {
     pub extension: Option<String>,
     /// The body.
     pub body: String,
+    /// [`body_hash`] of the body, for the repeat guard.
+    pub body_hash: u64,
     /// `provenance`, kept as sent (only `model` and `client`).
     pub provenance: Option<Map<String, Value>>,
     /// `to`.
@@ -218,6 +220,7 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
         parent,
         extension,
         body: body.to_string(),
+        body_hash: body_hash(body),
         provenance,
         to,
         state,
@@ -226,6 +229,21 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
         supersedes,
         valid_until,
     })
+}
+
+/// FNV-1a of the body with runs of whitespace collapsed and ends trimmed: the
+/// repeat guard's notion of "the same body". A stable hash, so stored values keep
+/// their meaning across builds; a collision could only refuse its own author.
+pub fn body_hash(body: &str) -> u64 {
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, word) in body.split_whitespace().enumerate() {
+        let sep: &[u8] = if i > 0 { b" " } else { b"" };
+        for byte in sep.iter().chain(word.as_bytes()) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(PRIME);
+        }
+    }
+    hash
 }
 
 fn check_from(obj: &Map<String, Value>, limits: &Limits) -> Result<Option<String>, Refusal> {
@@ -424,6 +442,13 @@ mod tests {
             reason(json!({"kind": "mark", "body": "x", "thread": 1, "state": "done"})),
             Reason::InvalidBody
         );
+    }
+
+    #[test]
+    fn body_hash_ignores_whitespace_runs_only() {
+        assert_eq!(body_hash("a  b\n c "), body_hash(" a b c"));
+        assert_ne!(body_hash("a b c"), body_hash("a bc"));
+        assert_ne!(body_hash("a b c"), body_hash("A b c"));
     }
 
     #[test]
