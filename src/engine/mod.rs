@@ -3,8 +3,10 @@
 pub(crate) mod claims;
 mod cursor;
 mod group;
+mod place;
 mod post;
 mod read;
+mod rules;
 pub(crate) mod tokens;
 pub(crate) mod view;
 

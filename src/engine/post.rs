@@ -5,6 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::claims;
+use super::place::{nearest_ask, resolve, Place};
+use super::rules::{check_authority, check_dialectic, transition};
 use super::tokens::{authenticate, Caller, Right};
 use super::view;
 use super::Forum;
@@ -12,50 +14,9 @@ use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::{self, Checked};
 use crate::protocol::ids::IdKind;
-use crate::protocol::state::{self, Effect, State};
+use crate::protocol::state::{Effect, State};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::store::WriteTx;
-
-/// What a post needs of its parent. For a post that names only its thread, the
-/// parent is the root, known from the thread record without reading it back.
-#[derive(Debug, Clone)]
-struct Parent {
-    id: u64,
-    thread: u64,
-    kind: String,
-    identity: String,
-    extension: Option<String>,
-    depth: u32,
-    parent: Option<u64>,
-}
-
-impl From<MessageRec> for Parent {
-    fn from(m: MessageRec) -> Self {
-        Parent {
-            id: m.id,
-            thread: m.thread,
-            kind: m.kind,
-            identity: m.identity,
-            extension: m.extension,
-            depth: m.depth,
-            parent: m.parent,
-        }
-    }
-}
-
-impl Parent {
-    fn root_of(t: &ThreadRec) -> Self {
-        Parent {
-            id: t.root,
-            thread: t.id,
-            kind: t.root_kind.clone(),
-            identity: t.creator.clone(),
-            extension: t.creator_extension.clone(),
-            depth: 0,
-            parent: None,
-        }
-    }
-}
 
 /// A post waiting for its batch.
 pub(crate) struct PostJob {
@@ -63,15 +24,8 @@ pub(crate) struct PostJob {
     checked: std::result::Result<Checked, Refusal>,
 }
 
-/// Where the message goes, once its references are resolved.
-struct Place {
-    thread: Option<ThreadRec>,
-    parent: Option<Parent>,
-    claim: Option<ClaimRec>,
-    superseded: Vec<ClaimRec>,
-}
-
-fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
+/// A refusal with no extra fields, as an error.
+pub(super) fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
     Err(Refusal::new(reason, message).into())
 }
 
@@ -507,229 +461,4 @@ impl Forum {
         }
         Ok(Value::Object(out))
     }
-}
-
-/// Resolves thread, parent, claim, superseded claims and `to` (the 404 group).
-fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
-    let mut thread = match env.thread {
-        Some(id) => match tx.thread(id)? {
-            Some(t) => Some(t),
-            None => {
-                return refuse(
-                    Reason::ThreadNotFound,
-                    format!("{} does not exist", IdKind::Thread.key(id)),
-                )
-            }
-        },
-        None => None,
-    };
-    let mut parent = match env.parent {
-        Some(id) => match tx.message(id)? {
-            Some(m) => Some(Parent::from(m)),
-            None => {
-                return refuse(
-                    Reason::MessageNotFound,
-                    format!("{} does not exist", IdKind::Message.key(id)),
-                )
-            }
-        },
-        None => None,
-    };
-    let claim = match env.claim {
-        Some(id) => match tx.claim(id)? {
-            Some(c) => Some(c),
-            None => {
-                return refuse(
-                    Reason::ClaimNotFound,
-                    format!("{} does not exist", IdKind::Claim.key(id)),
-                )
-            }
-        },
-        None => None,
-    };
-    let mut superseded = Vec::with_capacity(env.supersedes.len());
-    for id in &env.supersedes {
-        match tx.claim(*id)? {
-            Some(c) => superseded.push(c),
-            None => {
-                return refuse(
-                    Reason::ClaimNotFound,
-                    format!("{} does not exist", IdKind::Claim.key(*id)),
-                )
-            }
-        }
-    }
-    if let Some(to) = &env.to {
-        if tx.identity(to)?.is_none() {
-            return Err(Refusal::new(
-                Reason::IdentityNotFound,
-                format!("no token was ever issued to {to}"),
-            )
-            .with_field("to")
-            .into());
-        }
-    }
-
-    // Placement (§3.1): the parent decides the thread; a thread alone means its root;
-    // attest, refute and verify default to the claim's message.
-    if let (Some(p), Some(t)) = (&parent, &thread) {
-        if p.thread != t.id {
-            return Err(Refusal::new(
-                Reason::InvalidBody,
-                format!(
-                    "{} is not in {}",
-                    IdKind::Message.key(p.id),
-                    IdKind::Thread.key(t.id)
-                ),
-            )
-            .with_field("parent")
-            .into());
-        }
-    }
-    if parent.is_none() && thread.is_none() {
-        if let Some(c) = &claim {
-            parent = tx.message(c.message)?.map(Parent::from);
-        }
-    }
-    if let (Some(p), None) = (&parent, &thread) {
-        thread = tx.thread(p.thread)?;
-    }
-    if let (None, Some(t)) = (&parent, &thread) {
-        parent = Some(Parent::root_of(t));
-    }
-    Ok(Place {
-        thread,
-        parent,
-        claim,
-        superseded,
-    })
-}
-
-/// Authority of §7.2 for the marking acts.
-fn check_authority(caller: &Caller, act: Act, thread: &ThreadRec) -> Result<()> {
-    let creator = thread.creator == caller.identity;
-    let allowed = match act.spec().needs {
-        Needs::Authority => creator || caller.confirmer(),
-        Needs::ReopenAuthority if thread.state.is_side() => caller.confirmer(),
-        Needs::ReopenAuthority => creator || caller.confirmer(),
-        Needs::Write | Needs::Verify => true,
-    };
-    if allowed {
-        Ok(())
-    } else {
-        refuse(
-            Reason::ThreadAuthorityMissing,
-            format!(
-                "`{}` on {} needs its creator, a lock holder or a human",
-                act.kind(),
-                IdKind::Thread.key(thread.id)
-            ),
-        )
-    }
-}
-
-/// The state effect of the act, or `invalid_transition` (§6).
-fn transition(caller: &Caller, env: &Checked, thread: &ThreadRec) -> Result<Effect> {
-    let confirmed = thread.state_confirmed_at.is_some();
-    let effect = match env.act {
-        Act::Answer => {
-            state::content_mark(thread.state, confirmed, State::Answered, caller.confirmer())
-        }
-        Act::Decide => {
-            state::content_mark(thread.state, confirmed, State::Decided, caller.confirmer())
-        }
-        Act::Mark => {
-            let target = env.state.expect("mark requires state");
-            match state::mark(
-                thread.state,
-                confirmed,
-                target,
-                caller.confirmer(),
-                caller.human,
-            ) {
-                Ok(effect) => effect,
-                Err(()) => {
-                    return refuse(
-                        Reason::InvalidTransition,
-                        format!(
-                            "cannot mark {} from {}{}",
-                            target.as_str(),
-                            thread.state.as_str(),
-                            if confirmed { "" } else { " (unconfirmed)" }
-                        ),
-                    )
-                }
-            }
-        }
-        Act::Reopen if state::reopenable(thread.state) => Effect::Move(State::Open),
-        Act::Reopen => {
-            return refuse(
-                Reason::InvalidTransition,
-                format!(
-                    "a thread that is {} cannot be reopened",
-                    thread.state.as_str()
-                ),
-            )
-        }
-        _ => Effect::None,
-    };
-    Ok(effect)
-}
-
-/// `self_attestation`, `already_attested`, `claim_superseded` (§10).
-fn check_dialectic(caller: &Caller, env: &Checked, place: &Place) -> Result<()> {
-    for old in &place.superseded {
-        if old.superseded_by.is_some() {
-            return refuse(
-                Reason::ClaimSuperseded,
-                format!("{} is already superseded", IdKind::Claim.key(old.id)),
-            );
-        }
-    }
-    let Some(claim) = &place.claim else {
-        return Ok(());
-    };
-    if claim.superseded_by.is_some() {
-        return refuse(
-            Reason::ClaimSuperseded,
-            format!("{} is superseded", IdKind::Claim.key(claim.id)),
-        );
-    }
-    if matches!(env.act, Act::Attest | Act::Verify) && claim.identity == caller.identity {
-        return refuse(
-            Reason::SelfAttestation,
-            "you may not attest or verify your own claim",
-        );
-    }
-    if env.act == Act::Attest
-        && claim
-            .attestations
-            .iter()
-            .any(|a| a.identity == caller.identity)
-    {
-        return refuse(
-            Reason::AlreadyAttested,
-            format!("you have already attested {}", IdKind::Claim.key(claim.id)),
-        );
-    }
-    Ok(())
-}
-
-/// The author of the nearest `ask` at or above `from`, else of the root.
-fn nearest_ask(tx: &dyn WriteTx, from: Option<&Parent>) -> Result<(String, Option<String>)> {
-    let mut current = from.cloned();
-    let mut root = None;
-    while let Some(m) = current {
-        if m.kind == "ask" {
-            return Ok((m.identity, m.extension));
-        }
-        current = match m.parent {
-            Some(p) => tx.message(p)?.map(Parent::from),
-            None => {
-                root = Some((m.identity.clone(), m.extension.clone()));
-                None
-            }
-        };
-    }
-    Ok(root.unwrap_or_default())
 }

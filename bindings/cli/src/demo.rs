@@ -272,10 +272,17 @@ fn print_outcome(result: &Value) {
     for ev in events {
         println!("       ↳ {}", view::event_change(ev));
     }
+    // `claim` is the claim an assert or refute created, or the one an attest or
+    // verify moved.
     if let Some(claim) = result["claim"]["id"].as_str() {
+        let created = matches!(
+            result["message"]["kind"].as_str(),
+            Some("assert" | "refute")
+        );
+        let verb = if created { "creates" } else { "now" };
         match result["claim"]["status"].as_str() {
-            Some(status) => println!("       ↳ creates claim {claim} ({status})"),
-            None => println!("       ↳ creates claim {claim}"),
+            Some(status) => println!("       ↳ {verb} claim {claim} ({status})"),
+            None => println!("       ↳ {verb} claim {claim}"),
         }
     }
 }

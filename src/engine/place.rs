@@ -1,0 +1,176 @@
+//! Where a post goes (SPEC §3.1) and the references it names (the 404 group of
+//! §12.1), resolved inside the post's transaction.
+
+use super::post::refuse;
+use crate::error::{Reason, Refusal, Result};
+use crate::protocol::envelope::Checked;
+use crate::protocol::ids::IdKind;
+use crate::store::records::{ClaimRec, MessageRec, ThreadRec};
+use crate::store::WriteTx;
+
+/// What a post needs of its parent. For a post that names only its thread, the
+/// parent is the root, known from the thread record without reading it back.
+#[derive(Debug, Clone)]
+pub(super) struct Parent {
+    pub(super) id: u64,
+    pub(super) thread: u64,
+    pub(super) kind: String,
+    pub(super) identity: String,
+    pub(super) extension: Option<String>,
+    pub(super) depth: u32,
+    pub(super) parent: Option<u64>,
+}
+
+impl From<MessageRec> for Parent {
+    fn from(m: MessageRec) -> Self {
+        Parent {
+            id: m.id,
+            thread: m.thread,
+            kind: m.kind,
+            identity: m.identity,
+            extension: m.extension,
+            depth: m.depth,
+            parent: m.parent,
+        }
+    }
+}
+
+impl Parent {
+    fn root_of(t: &ThreadRec) -> Self {
+        Parent {
+            id: t.root,
+            thread: t.id,
+            kind: t.root_kind.clone(),
+            identity: t.creator.clone(),
+            extension: t.creator_extension.clone(),
+            depth: 0,
+            parent: None,
+        }
+    }
+}
+
+/// Where the message goes, once its references are resolved.
+pub(super) struct Place {
+    pub(super) thread: Option<ThreadRec>,
+    pub(super) parent: Option<Parent>,
+    pub(super) claim: Option<ClaimRec>,
+    pub(super) superseded: Vec<ClaimRec>,
+}
+
+/// Resolves thread, parent, claim, superseded claims and `to` (the 404 group).
+pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
+    let mut thread = match env.thread {
+        Some(id) => match tx.thread(id)? {
+            Some(t) => Some(t),
+            None => {
+                return refuse(
+                    Reason::ThreadNotFound,
+                    format!("{} does not exist", IdKind::Thread.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let mut parent = match env.parent {
+        Some(id) => match tx.message(id)? {
+            Some(m) => Some(Parent::from(m)),
+            None => {
+                return refuse(
+                    Reason::MessageNotFound,
+                    format!("{} does not exist", IdKind::Message.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let claim = match env.claim {
+        Some(id) => match tx.claim(id)? {
+            Some(c) => Some(c),
+            None => {
+                return refuse(
+                    Reason::ClaimNotFound,
+                    format!("{} does not exist", IdKind::Claim.key(id)),
+                )
+            }
+        },
+        None => None,
+    };
+    let mut superseded = Vec::with_capacity(env.supersedes.len());
+    for id in &env.supersedes {
+        match tx.claim(*id)? {
+            Some(c) => superseded.push(c),
+            None => {
+                return refuse(
+                    Reason::ClaimNotFound,
+                    format!("{} does not exist", IdKind::Claim.key(*id)),
+                )
+            }
+        }
+    }
+    if let Some(to) = &env.to {
+        if tx.identity(to)?.is_none() {
+            return Err(Refusal::new(
+                Reason::IdentityNotFound,
+                format!("no token was ever issued to {to}"),
+            )
+            .with_field("to")
+            .into());
+        }
+    }
+
+    // Placement (§3.1): the parent decides the thread; a thread alone means its root;
+    // attest, refute and verify default to the claim's message.
+    if let (Some(p), Some(t)) = (&parent, &thread) {
+        if p.thread != t.id {
+            return Err(Refusal::new(
+                Reason::InvalidBody,
+                format!(
+                    "{} is not in {}",
+                    IdKind::Message.key(p.id),
+                    IdKind::Thread.key(t.id)
+                ),
+            )
+            .with_field("parent")
+            .into());
+        }
+    }
+    if parent.is_none() && thread.is_none() {
+        if let Some(c) = &claim {
+            parent = tx.message(c.message)?.map(Parent::from);
+        }
+    }
+    if let (Some(p), None) = (&parent, &thread) {
+        thread = tx.thread(p.thread)?;
+    }
+    if let (None, Some(t)) = (&parent, &thread) {
+        parent = Some(Parent::root_of(t));
+    }
+    Ok(Place {
+        thread,
+        parent,
+        claim,
+        superseded,
+    })
+}
+
+/// The author of the nearest `ask` at or above `from`, else of the root.
+pub(super) fn nearest_ask(
+    tx: &dyn WriteTx,
+    from: Option<&Parent>,
+) -> Result<(String, Option<String>)> {
+    let mut current = from.cloned();
+    let mut root = None;
+    while let Some(m) = current {
+        if m.kind == "ask" {
+            return Ok((m.identity, m.extension));
+        }
+        current = match m.parent {
+            Some(p) => tx.message(p)?.map(Parent::from),
+            None => {
+                root = Some((m.identity.clone(), m.extension.clone()));
+                None
+            }
+        };
+    }
+    Ok(root.unwrap_or_default())
+}
