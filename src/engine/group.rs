@@ -16,8 +16,6 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::error::{Error, Result};
 
 /// Most posts in one transaction: bounds the latency a leader adds to a batch.
@@ -25,11 +23,9 @@ const MAX_BATCH: usize = 512;
 /// Longest a leader waits for its batch to fill.
 const MAX_GATHER: Duration = Duration::from_millis(2);
 
-type Outcome = Result<Value>;
-
-struct Shared<J> {
+struct Shared<J, O> {
     pending: Vec<(u64, J)>,
-    done: HashMap<u64, Outcome>,
+    done: HashMap<u64, Result<O>>,
     leader: bool,
     next_ticket: u64,
     /// Size and duration of the last batch: when several writers are active, the
@@ -40,15 +36,15 @@ struct Shared<J> {
 }
 
 /// A queue of posts and the leader protocol that drains it.
-pub(crate) struct Group<J> {
-    shared: Mutex<Shared<J>>,
+pub(crate) struct Group<J, O> {
+    shared: Mutex<Shared<J, O>>,
     /// Signalled when outcomes are ready.
     wake: Condvar,
     /// Signalled when a job arrives, for a leader gathering its batch.
     arrival: Condvar,
 }
 
-impl<J> Default for Group<J> {
+impl<J, O> Default for Group<J, O> {
     fn default() -> Self {
         Group {
             shared: Mutex::new(Shared {
@@ -65,8 +61,8 @@ impl<J> Default for Group<J> {
     }
 }
 
-impl<J> Group<J> {
-    fn lock(&self) -> MutexGuard<'_, Shared<J>> {
+impl<J, O> Group<J, O> {
+    fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
         // A panicking leader is caught below; the data stays consistent.
         self.shared
             .lock()
@@ -75,7 +71,7 @@ impl<J> Group<J> {
 
     /// Submits `job` and waits for its outcome. `batch` applies a list of jobs in
     /// one transaction and returns one outcome per job, in order.
-    pub(crate) fn submit(&self, job: J, batch: impl Fn(Vec<J>) -> Vec<Outcome>) -> Outcome {
+    pub(crate) fn submit(&self, job: J, batch: impl Fn(Vec<J>) -> Vec<Result<O>>) -> Result<O> {
         let mut shared = self.lock();
         let ticket = shared.next_ticket;
         shared.next_ticket += 1;
@@ -141,10 +137,13 @@ impl<J> Group<J> {
     }
 }
 
-impl<J> Group<J> {
+impl<J, O> Group<J, O> {
     /// While the last batch had company, waits up to half its duration for as many
     /// jobs to queue. A lone writer (last batch of one) never waits.
-    fn gather<'a>(&'a self, mut shared: MutexGuard<'a, Shared<J>>) -> MutexGuard<'a, Shared<J>> {
+    fn gather<'a>(
+        &'a self,
+        mut shared: MutexGuard<'a, Shared<J, O>>,
+    ) -> MutexGuard<'a, Shared<J, O>> {
         if shared.last_batch <= 1 {
             return shared;
         }
@@ -166,12 +165,13 @@ impl<J> Group<J> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     #[test]
     fn concurrent_jobs_share_batches_and_keep_their_outcomes() {
-        let group: Arc<Group<u64>> = Arc::default();
+        let group: Arc<Group<u64, Value>> = Arc::default();
         let batches = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..16u64)
             .map(|i| {
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn a_panicking_batch_fails_its_jobs_and_frees_the_group() {
-        let group: Group<u64> = Group::default();
+        let group: Group<u64, Value> = Group::default();
         let caught = catch_unwind(AssertUnwindSafe(|| group.submit(1, |_| panic!("boom"))));
         assert!(caught.is_err());
         assert_eq!(

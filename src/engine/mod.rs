@@ -36,7 +36,7 @@ pub const OPERATIONS: [&str; 8] = [
 pub struct Forum {
     pub(crate) store: Box<dyn Store>,
     pub(crate) config: Config,
-    group: group::Group<post::PostJob>,
+    group: group::Group<post::PostJob, post::Applied>,
 }
 
 impl std::fmt::Debug for Forum {

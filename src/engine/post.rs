@@ -46,12 +46,14 @@ impl Forum {
             token: token.map(str::to_string),
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
         };
-        self.group.submit(job, |jobs| self.run_batch(jobs))
+        self.group
+            .submit(job, |jobs| self.run_batch(jobs))
+            .map(Applied::render)
     }
 
     /// Applies a batch of posts in one transaction (see `group`). A refusal leaves
     /// no trace; a storage failure or a failed commit fails every post of the batch.
-    fn run_batch(&self, jobs: Vec<PostJob>) -> Vec<Result<Value>> {
+    fn run_batch(&self, jobs: Vec<PostJob>) -> Vec<Result<Applied>> {
         let fail_all = |n: usize, why: &str| {
             (0..n)
                 .map(|_| Err(Error::Storage(why.to_string())))
@@ -95,7 +97,7 @@ impl Forum {
         caller: &Caller,
         env: &Checked,
         now: i64,
-    ) -> Result<Value> {
+    ) -> Result<Applied> {
         let act = env.act;
         caller.require(Right::Write)?;
         if act.spec().needs == Needs::Verify {
@@ -214,7 +216,7 @@ impl Forum {
         place: Place,
         effect: Effect,
         now: i64,
-    ) -> Result<Value> {
+    ) -> Result<Applied> {
         let act = env.act;
         let msg_id = tx.next_id(IdKind::Message)?;
         let lock_label =
@@ -441,12 +443,42 @@ impl Forum {
                 at: now,
             };
             tx.put_event(&event)?;
-            events.push(view::event(&event));
+            events.push(event);
         }
+        let claim = match shown_claim {
+            Some(id) => Some(super::read::claim_view(tx, id, now)?),
+            None => None,
+        };
+        Ok(Applied {
+            message,
+            thread,
+            events,
+            claim,
+        })
+    }
+}
 
+/// What a post wrote. The batch's leader returns it and each caller renders its
+/// own result after the commit, so rendering runs beside the next batch.
+pub(crate) struct Applied {
+    message: MessageRec,
+    thread: ThreadRec,
+    events: Vec<EventRec>,
+    /// The claim shown with the result, already rendered (it needs the transaction).
+    claim: Option<Value>,
+}
+
+impl Applied {
+    /// The result of `post` (SPEC §11): `message`, `thread`, then `event` or
+    /// `events` when states changed, and `claim`.
+    fn render(self) -> Value {
         let mut out = Map::new();
-        out.insert("message".into(), Value::Object(view::message(&message)));
-        out.insert("thread".into(), view::thread(&thread));
+        out.insert(
+            "message".into(),
+            Value::Object(view::message_owned(self.message)),
+        );
+        out.insert("thread".into(), view::thread(&self.thread));
+        let mut events: Vec<Value> = self.events.iter().map(view::event).collect();
         match events.len() {
             0 => {}
             1 => {
@@ -456,9 +488,9 @@ impl Forum {
                 out.insert("events".into(), Value::Array(events));
             }
         }
-        if let Some(id) = shown_claim {
-            out.insert("claim".into(), super::read::claim_view(tx, id, now)?);
+        if let Some(claim) = self.claim {
+            out.insert("claim".into(), claim);
         }
-        Ok(Value::Object(out))
+        Value::Object(out)
     }
 }

@@ -163,6 +163,17 @@ fn get_json<T: DeserializeOwned>(
     }
 }
 
+/// The next `(position, thread)` of an index range.
+fn next_entry(range: &mut redb::Range<'_, &'static [u8], u64>) -> Result<Option<(u64, u64)>> {
+    match range.next() {
+        Some(entry) => {
+            let (k, v) = entry?;
+            Ok(Some((key::tail(k.value()), v.value())))
+        }
+        None => Ok(None),
+    }
+}
+
 /// One implementation of the reads for snapshots and writers alike.
 macro_rules! impl_read {
     ($ty:ty) => {
@@ -277,17 +288,35 @@ macro_rules! impl_read {
                 after: u64,
                 visit: Visit<'_>,
             ) -> Result<()> {
+                // Each thread sits once, under its state. The whole list is the
+                // merge of the per-state lists, each already in position order.
                 let table = self.table(INDEX)?;
-                let prefix = state.map_or(key::ALL_STATES, State::code);
-                let (lo, hi) = (
-                    key::activity(prefix, after.saturating_add(1)),
-                    key::activity(prefix, u64::MAX),
-                );
-                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
-                    let (k, v) = entry?;
-                    if visit(key::tail(k.value()), v.value())? == Flow::Stop {
+                let states: Vec<State> = match state {
+                    Some(s) => vec![s],
+                    None => State::FORWARD.into_iter().chain(State::SIDE).collect(),
+                };
+                let mut ranges = Vec::with_capacity(states.len());
+                for s in states {
+                    let (lo, hi) = (
+                        key::activity(s.code(), after.saturating_add(1)),
+                        key::activity(s.code(), u64::MAX),
+                    );
+                    let mut range = table.range(lo.as_slice()..=hi.as_slice())?;
+                    let head = next_entry(&mut range)?;
+                    ranges.push((range, head));
+                }
+                loop {
+                    let Some(i) = (0..ranges.len())
+                        .filter(|i| ranges[*i].1.is_some())
+                        .min_by_key(|i| ranges[*i].1.map(|(pos, _)| pos))
+                    else {
+                        break;
+                    };
+                    let (pos, thread) = ranges[i].1.take().expect("chosen for its head");
+                    if visit(pos, thread)? == Flow::Stop {
                         break;
                     }
+                    ranges[i].1 = next_entry(&mut ranges[i].0)?;
                 }
                 Ok(())
             }
@@ -360,13 +389,8 @@ impl WriteTx for Writer {
                 }
             }
             if let Some(b) = before {
-                index.remove(key::activity(key::ALL_STATES, b.last_message).as_slice())?;
                 index.remove(key::activity(b.state.code(), b.last_message).as_slice())?;
             }
-            index.insert(
-                key::activity(key::ALL_STATES, thread.last_message).as_slice(),
-                thread.id,
-            )?;
             index.insert(
                 key::activity(thread.state.code(), thread.last_message).as_slice(),
                 thread.id,

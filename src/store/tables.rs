@@ -30,7 +30,7 @@ pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("inde
 pub(super) mod key {
     /// `MESSAGE ‖ message` → thread.
     const MESSAGE: u8 = 1;
-    /// `ACTIVITY ‖ state code (or ALL) ‖ latest message` → thread: the thread list.
+    /// `ACTIVITY ‖ state code ‖ latest message` → thread: the thread list, per state.
     const ACTIVITY: u8 = 2;
     /// `TURN ‖ awaited identity or "*" ‖ 0 ‖ turn-setting message` → thread: the inbox.
     const TURN: u8 = 3;
@@ -38,8 +38,6 @@ pub(super) mod key {
     const THREAD_EVENT: u8 = 4;
     /// `WRITE ‖ identity ‖ 0 ‖ message` → time: recent writes, for the rate limit.
     const WRITE: u8 = 5;
-    /// The activity prefix of the whole list, beside the per-state ones.
-    pub(in crate::store) const ALL_STATES: u8 = u8::MAX;
 
     fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {
         key.extend_from_slice(&n.to_be_bytes());
