@@ -47,7 +47,10 @@ pub use config::{Clock, Config, Durability, Limits};
 pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result};
-pub use session::{Envelope, PostResult, Session, ThreadSummary, Turn};
+pub use session::{
+    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, Session,
+    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+};
 
 /// The version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

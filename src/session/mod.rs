@@ -2,11 +2,17 @@
 //! It goes through the same generic call as every transport, so the engine's checks
 //! are the only ones.
 
+mod types;
+
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::Forum;
+pub use types::{
+    Author, ClaimView, EventView, InboxItem, MessageView, Page, Support, ThreadSummary, ThreadView,
+    Turn, WhoAmI,
+};
 
 /// One envelope to post (SPEC §3), built field by field.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,40 +97,6 @@ impl Envelope {
     }
 }
 
-/// Who is due (SPEC §5).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Turn {
-    /// An identity or `"*"`.
-    pub identity: String,
-    /// The awaited extension, or `None` for any.
-    pub extension: Option<String>,
-    /// The message that set the turn.
-    pub message: String,
-}
-
-/// A thread summary (SPEC §8.2).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ThreadSummary {
-    /// `th_…`.
-    pub id: String,
-    /// First line of the root body.
-    pub topic: String,
-    /// The state.
-    pub state: String,
-    /// `user` or `llm`.
-    pub state_origin: String,
-    /// `None` while the state is a proposal.
-    pub state_confirmed_at: Option<String>,
-    /// `KI · <label>` for lock-right changes.
-    pub state_label: Option<String>,
-    /// Closed and confirmed.
-    pub locked: bool,
-    /// Who is due.
-    pub awaiting: Option<Turn>,
-    /// Messages, root included.
-    pub message_count: u64,
-}
-
 /// What a successful post returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostResult {
@@ -201,35 +173,35 @@ impl Session<'_> {
     }
 
     /// A thread with its messages as a tree.
-    pub fn thread(&self, id: &str) -> Result<Value> {
-        self.call("get_thread", json!({ "thread": id }))
+    pub fn thread(&self, id: &str) -> Result<ThreadView> {
+        typed(&self.call("get_thread", json!({ "thread": id }))?)
     }
 
     /// Threads waiting for this caller; `since` is a cursor from an earlier page.
-    pub fn inbox(&self, since: Option<&str>) -> Result<Value> {
-        self.call(
+    pub fn inbox(&self, since: Option<&str>) -> Result<Page<InboxItem>> {
+        typed(&self.call(
             "get_inbox",
             json!({ "since": since, "extension": self.extension }),
-        )
+        )?)
     }
 
     /// State and claim events, of one thread or all.
-    pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Value> {
-        self.call("get_events", json!({ "thread": thread, "since": since }))
+    pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<EventView>> {
+        typed(&self.call("get_events", json!({ "thread": thread, "since": since }))?)
     }
 
     /// Thread summaries by last activity, optionally of one state.
-    pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Value> {
-        self.call("list_threads", json!({ "state": state, "since": since }))
+    pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Page<ThreadSummary>> {
+        typed(&self.call("list_threads", json!({ "state": state, "since": since }))?)
     }
 
     /// A claim and its status (dialectic profile).
-    pub fn claim(&self, id: &str) -> Result<Value> {
-        self.call("get_claim", json!({ "claim": id }))
+    pub fn claim(&self, id: &str) -> Result<ClaimView> {
+        typed(&self.call("get_claim", json!({ "claim": id }))?)
     }
 
     /// Identity, kind, rights, label and realm of the token.
-    pub fn whoami(&self) -> Result<Value> {
-        self.call("whoami", json!({}))
+    pub fn whoami(&self) -> Result<WhoAmI> {
+        typed(&self.call("whoami", json!({}))?)
     }
 }

@@ -1,0 +1,238 @@
+//! Typed results of the read operations (SPEC §8, §10), read from the JSON the
+//! generic call returns, so they can never disagree with it.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// Who is due (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Turn {
+    /// An identity or `"*"`.
+    pub identity: String,
+    /// The awaited extension, or `None` for any.
+    pub extension: Option<String>,
+    /// The message that set the turn.
+    pub message: String,
+}
+
+/// A thread summary (SPEC §8.2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ThreadSummary {
+    /// `th_…`.
+    pub id: String,
+    /// First line of the root body.
+    pub topic: String,
+    /// Who opened it.
+    pub creator: Author,
+    /// The state.
+    pub state: String,
+    /// `user` or `llm`.
+    pub state_origin: String,
+    /// `None` while the state is a proposal.
+    pub state_confirmed_at: Option<String>,
+    /// `KI · <label>` for lock-right changes.
+    pub state_label: Option<String>,
+    /// Closed and confirmed.
+    pub locked: bool,
+    /// Who is due.
+    pub awaiting: Option<Turn>,
+    /// Messages, root included.
+    pub message_count: u64,
+    /// RFC 3339.
+    pub created_at: String,
+    /// Time of the latest message.
+    pub updated_at: String,
+}
+
+/// Who wrote a message: an identity and its extension.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Author {
+    /// `<realm>:<handle>` or `human:<name>`.
+    pub identity: String,
+    /// The sub-agent, or `None`.
+    pub extension: Option<String>,
+}
+
+/// A message (SPEC §8.1) with its replies, as `get_thread` nests them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MessageView {
+    /// `msg_…`.
+    pub id: String,
+    /// The act.
+    pub kind: String,
+    /// `th_…`.
+    pub thread: String,
+    /// The parent's `msg_…`; `None` for the root.
+    pub parent: Option<String>,
+    /// The author.
+    pub from: Author,
+    /// `llm` or `human`.
+    pub author_kind: String,
+    /// The body.
+    pub body: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// `to`, when sent.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// The state a `mark` named.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// The claim created or named.
+    #[serde(default)]
+    pub claim: Option<String>,
+    /// The counter-claim a `refute` created.
+    #[serde(default)]
+    pub counter_claim: Option<String>,
+    /// Evidence items, as sent.
+    #[serde(default)]
+    pub evidence: Vec<Value>,
+    /// Claims an `assert` superseded.
+    #[serde(default)]
+    pub supersedes: Vec<String>,
+    /// An asserted claim's expiry.
+    #[serde(default)]
+    pub valid_until: Option<String>,
+    /// Provenance, as sent.
+    #[serde(default)]
+    pub provenance: Option<Map<String, Value>>,
+    /// Replies in creation order (empty outside `get_thread`).
+    #[serde(default)]
+    pub replies: Vec<MessageView>,
+}
+
+/// `get_thread`: the summary and the message tree.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ThreadView {
+    /// The summary.
+    pub thread: ThreadSummary,
+    /// Root messages (one) with their replies nested.
+    pub messages: Vec<MessageView>,
+}
+
+/// One page of a list read, with the cursor to pass back as `since`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Page<T> {
+    /// The items, oldest first.
+    pub items: Vec<T>,
+    /// The position after the last item (after everything when none).
+    pub cursor: String,
+    /// Whether items were left out of this page.
+    pub more: bool,
+}
+
+/// An inbox entry: a thread waiting for the caller and the message that named it due.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct InboxItem {
+    /// The thread.
+    pub thread: ThreadSummary,
+    /// The turn-setting message.
+    pub message: MessageView,
+}
+
+/// An event (SPEC §8.4): a transition, a confirmation, or a claim status change.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct EventView {
+    /// `ev_…`.
+    pub id: String,
+    /// `transition`, `confirmation` or `claim`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `th_…`.
+    pub thread: String,
+    /// The message that caused it.
+    pub message: String,
+    /// Before (state events).
+    #[serde(default)]
+    pub from_state: Option<String>,
+    /// After (state events).
+    #[serde(default)]
+    pub to_state: Option<String>,
+    /// The claim (claim events).
+    #[serde(default)]
+    pub claim: Option<String>,
+    /// Before (claim events).
+    #[serde(default)]
+    pub from_status: Option<String>,
+    /// After (claim events).
+    #[serde(default)]
+    pub to_status: Option<String>,
+    /// `user` or `llm`.
+    pub origin: String,
+    /// Who.
+    pub identity: String,
+    /// Their extension.
+    pub extension: Option<String>,
+    /// `KI · <label>` for lock-right changes.
+    pub label: Option<String>,
+    /// Whether the resulting state is confirmed.
+    pub confirmed: bool,
+    /// When.
+    pub at: String,
+}
+
+/// An attestation or verification of a claim.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Support {
+    /// The attest or verify message.
+    pub message: String,
+    /// Who.
+    pub identity: String,
+    /// Evidence (attestations).
+    #[serde(default)]
+    pub evidence: Vec<Value>,
+    /// When.
+    pub at: String,
+}
+
+/// `get_claim` (SPEC §10).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ClaimView {
+    /// `cl_…`.
+    pub id: String,
+    /// The assert or refute message.
+    pub message: String,
+    /// `th_…`.
+    pub thread: String,
+    /// The author.
+    pub author: Author,
+    /// The claim's text.
+    pub text: String,
+    /// `unverified`, `supported`, `verified`, `refuted` or `superseded`.
+    pub status: String,
+    /// Evidence items.
+    pub evidence: Vec<Value>,
+    /// Attestations, oldest first.
+    pub attestations: Vec<Support>,
+    /// Verifications, oldest first.
+    pub verifications: Vec<Support>,
+    /// Counter-claims: `{claim, message, status}`.
+    pub refutations: Vec<Value>,
+    /// The claim this one refutes.
+    pub refutes: Option<String>,
+    /// Claims it supersedes.
+    pub supersedes: Vec<String>,
+    /// The claim that superseded it.
+    pub superseded_by: Option<String>,
+    /// Expiry.
+    pub valid_until: Option<String>,
+    /// Past `valid_until`.
+    pub expired: bool,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// `whoami`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WhoAmI {
+    /// The token's identity.
+    pub identity: String,
+    /// `llm` or `human`.
+    pub kind: String,
+    /// Its rights.
+    pub rights: Vec<String>,
+    /// Its label.
+    pub label: String,
+    /// The forum's realm.
+    pub realm: String,
+}
