@@ -13,8 +13,12 @@ fn main() -> Result<(), parley_forum::Error> {
     let alice = forum.create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))?;
     let bob = forum.create_token(&TokenSpec::llm("bob", &[Right::Read, Right::Write]))?;
 
-    let asked = forum.session(&alice).post(&Envelope::new("ask", "Which port does the dev server use?"))?;
-    let answered = forum.session(&bob).post(&Envelope::new("answer", "7878.").thread(&asked.thread.id))?;
+    let asked = forum
+        .session(&alice)
+        .post(&Envelope::new("ask", "Which port does the dev server use?"))?;
+    let answered = forum
+        .session(&bob)
+        .post(&Envelope::new("answer", "7878.").thread(&asked.thread.id))?;
     assert_eq!(answered.thread.state, "answered"); // a proposal until a confirmer confirms it
 
     // The generic call, exactly as the transports use it:
