@@ -1,9 +1,11 @@
 //! Group commit: concurrent posts are coalesced into one write transaction, so one
 //! fsync serves many posts, while each post keeps its own outcome.
 //!
-//! The first caller to find no batch running becomes the leader: it takes every
-//! pending post, applies them in order inside one transaction and commits. Callers
-//! that arrive meanwhile queue up for the next batch. Guarantees:
+//! The first caller to find no batch running becomes the leader. It opens one
+//! transaction and applies pending posts in order as they arrive; while other
+//! writers were active in the last batch it keeps the transaction open a little
+//! (at most half the last batch's duration, at most `MAX_GATHER`) for them to queue
+//! again, applying each as it comes, then commits once. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
 //! - a storage failure while applying, or a failed commit, fails every post of the
 //!   batch (refusals stay refusals), and nothing of the batch is stored;
@@ -20,17 +22,33 @@ use crate::error::{Error, Result};
 
 /// Most posts in one transaction: bounds the latency a leader adds to a batch.
 const MAX_BATCH: usize = 512;
-/// Longest a leader waits for its batch to fill.
+/// Longest a leader keeps its transaction open for more posts to arrive.
 const MAX_GATHER: Duration = Duration::from_millis(2);
+
+/// What a batch does with its transaction.
+pub(crate) trait Batch {
+    /// A queued request.
+    type Job;
+    /// Its successful outcome.
+    type Out;
+    /// The open transaction.
+    type Tx;
+    /// Opens the batch's transaction.
+    fn begin(&self) -> Result<Self::Tx>;
+    /// Applies one job: `Ok` with its outcome (a refusal included), or `Err` when
+    /// the transaction can no longer be trusted and the whole batch must go.
+    fn apply(&self, tx: &mut Self::Tx, job: Self::Job) -> Result<Result<Self::Out>, Error>;
+    /// Commits the transaction.
+    fn commit(&self, tx: Self::Tx) -> Result<()>;
+}
 
 struct Shared<J, O> {
     pending: Vec<(u64, J)>,
     done: HashMap<u64, Result<O>>,
     leader: bool,
     next_ticket: u64,
-    /// Size and duration of the last batch: when several writers are active, the
-    /// next leader waits (a fraction of a commit) for them to queue up again, so a
-    /// burst shares one fsync instead of splitting into batches of one or two.
+    /// Size and duration of the last batch: when several writers were active, the
+    /// next leader keeps its transaction open for about as many posts.
     last_batch: usize,
     last_cost: Duration,
 }
@@ -61,6 +79,10 @@ impl<J, O> Default for Group<J, O> {
     }
 }
 
+fn failed<O>(why: &str) -> Result<O> {
+    Err(Error::Storage(why.to_string()))
+}
+
 impl<J, O> Group<J, O> {
     fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
         // A panicking leader is caught below; the data stays consistent.
@@ -69,9 +91,8 @@ impl<J, O> Group<J, O> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Submits `job` and waits for its outcome. `batch` applies a list of jobs in
-    /// one transaction and returns one outcome per job, in order.
-    pub(crate) fn submit(&self, job: J, batch: impl Fn(Vec<J>) -> Vec<Result<O>>) -> Result<O> {
+    /// Submits `job` and waits for its outcome.
+    pub(crate) fn submit<B: Batch<Job = J, Out = O>>(&self, job: J, batch: &B) -> Result<O> {
         let mut shared = self.lock();
         let ticket = shared.next_ticket;
         shared.next_ticket += 1;
@@ -89,41 +110,33 @@ impl<J, O> Group<J, O> {
                 continue;
             }
             shared.leader = true;
-            shared = self.gather(shared);
-            let take = shared.pending.len().min(MAX_BATCH);
-            let jobs: Vec<(u64, J)> = shared.pending.drain(..take).collect();
+            let target = shared.last_batch.clamp(1, MAX_BATCH);
+            let window = if shared.last_batch > 1 {
+                (shared.last_cost / 2).min(MAX_GATHER)
+            } else {
+                Duration::ZERO
+            };
             drop(shared);
 
-            let (tickets, jobs): (Vec<u64>, Vec<J>) = jobs.into_iter().unzip();
-            let count = tickets.len();
             let started = Instant::now();
-            let result = catch_unwind(AssertUnwindSafe(|| batch(jobs)));
+            let mut tickets = Vec::new();
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                self.lead(batch, &mut tickets, target, started + window)
+            }));
             shared = self.lock();
             shared.leader = false;
-            shared.last_batch = count;
+            shared.last_batch = tickets.len();
             shared.last_cost = started.elapsed();
             let panic = match result {
-                Ok(outcomes) if outcomes.len() == count => {
+                Ok(outcomes) => {
                     shared.done.extend(tickets.into_iter().zip(outcomes));
-                    None
-                }
-                Ok(_) => {
-                    for t in tickets {
-                        shared.done.insert(
-                            t,
-                            Err(Error::Storage("a batch lost track of its posts".into())),
-                        );
-                    }
                     None
                 }
                 Err(payload) => {
                     for t in tickets {
-                        shared.done.insert(
-                            t,
-                            Err(Error::Storage(
-                                "the engine panicked; the batch was not stored".into(),
-                            )),
-                        );
+                        shared
+                            .done
+                            .insert(t, failed("the engine panicked; the batch was not stored"));
                     }
                     Some(payload)
                 }
@@ -135,30 +148,77 @@ impl<J, O> Group<J, O> {
             }
         }
     }
-}
 
-impl<J, O> Group<J, O> {
-    /// While the last batch had company, waits up to half its duration for as many
-    /// jobs to queue. A lone writer (last batch of one) never waits.
-    fn gather<'a>(
-        &'a self,
-        mut shared: MutexGuard<'a, Shared<J, O>>,
-    ) -> MutexGuard<'a, Shared<J, O>> {
-        if shared.last_batch <= 1 {
-            return shared;
-        }
-        let deadline = Instant::now() + (shared.last_cost / 2).min(MAX_GATHER);
-        while shared.pending.len() < shared.last_batch.min(MAX_BATCH) {
-            let now = Instant::now();
-            if now >= deadline {
+    /// The leader's batch: takes posts as they arrive until `target` were taken or
+    /// `deadline` passed with none waiting, applies each, commits once. Returns one
+    /// outcome per ticket pushed to `tickets`, in order.
+    fn lead<B: Batch<Job = J, Out = O>>(
+        &self,
+        batch: &B,
+        tickets: &mut Vec<u64>,
+        target: usize,
+        deadline: Instant,
+    ) -> Vec<Result<O>> {
+        let mut outcomes: Vec<Result<O>> = Vec::new();
+        let mut tx: Option<B::Tx> = None;
+        loop {
+            let jobs = {
+                let mut shared = self.lock();
+                loop {
+                    if !shared.pending.is_empty() {
+                        let take = shared.pending.len().min(MAX_BATCH - tickets.len());
+                        break shared.pending.drain(..take).collect::<Vec<_>>();
+                    }
+                    let now = Instant::now();
+                    if tickets.len() >= target || now >= deadline {
+                        break Vec::new();
+                    }
+                    shared = match self.arrival.wait_timeout(shared, deadline - now) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    };
+                }
+            };
+            if jobs.is_empty() {
                 break;
             }
-            shared = match self.arrival.wait_timeout(shared, deadline - now) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
+            if tx.is_none() {
+                match batch.begin() {
+                    Ok(opened) => tx = Some(opened),
+                    Err(e) => {
+                        tickets.extend(jobs.iter().map(|(t, _)| *t));
+                        return tickets.iter().map(|_| failed(&e.to_string())).collect();
+                    }
+                }
+            }
+            for (ticket, job) in jobs {
+                tickets.push(ticket);
+                let Some(open) = tx.as_mut() else { break };
+                match batch.apply(open, job) {
+                    Ok(outcome) => outcomes.push(outcome),
+                    Err(e) => {
+                        // Part of this post may be written: the whole batch goes.
+                        let why = format!("the batch was rolled back: {e}");
+                        return tickets.iter().map(|_| failed(&why)).collect();
+                    }
+                }
+            }
+            if tickets.len() >= MAX_BATCH {
+                break;
+            }
         }
-        shared
+        let Some(tx) = tx else { return outcomes };
+        if let Err(e) = batch.commit(tx) {
+            let why = format!("commit failed: {e}");
+            return outcomes
+                .into_iter()
+                .map(|o| match o {
+                    Ok(_) => failed(&why),
+                    refused => refused,
+                })
+                .collect();
+        }
+        outcomes
     }
 }
 
@@ -169,45 +229,100 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    /// A batch over a plain vector: "commit" appends what was applied.
+    #[derive(Default)]
+    struct Log {
+        committed: Mutex<Vec<u64>>,
+        batches: AtomicUsize,
+        fail_commit: bool,
+    }
+
+    impl Batch for Log {
+        type Job = u64;
+        type Out = Value;
+        type Tx = Vec<u64>;
+        fn begin(&self) -> Result<Vec<u64>> {
+            self.batches.fetch_add(1, Ordering::SeqCst);
+            Ok(Vec::new())
+        }
+        fn apply(&self, tx: &mut Vec<u64>, job: u64) -> Result<Result<Value>, Error> {
+            match job {
+                666 => panic!("boom"),
+                13 => Ok(Err(crate::Refusal::new(
+                    crate::Reason::SelfReply,
+                    "refused",
+                )
+                .into())),
+                99 => Err(Error::Storage("disk gone".into())),
+                _ => {
+                    std::thread::sleep(Duration::from_millis(2));
+                    tx.push(job);
+                    Ok(Ok(Value::from(job * 10)))
+                }
+            }
+        }
+        fn commit(&self, tx: Vec<u64>) -> Result<()> {
+            if self.fail_commit {
+                return Err(Error::Storage("fsync failed".into()));
+            }
+            self.committed.lock().unwrap().extend(tx);
+            Ok(())
+        }
+    }
+
     #[test]
     fn concurrent_jobs_share_batches_and_keep_their_outcomes() {
         let group: Arc<Group<u64, Value>> = Arc::default();
-        let batches = Arc::new(AtomicUsize::new(0));
+        let log = Arc::new(Log::default());
         let handles: Vec<_> = (0..16u64)
             .map(|i| {
-                let group = Arc::clone(&group);
-                let batches = Arc::clone(&batches);
-                std::thread::spawn(move || {
-                    group.submit(i, |jobs| {
-                        batches.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                        jobs.into_iter().map(|j| Ok(Value::from(j * 10))).collect()
-                    })
-                })
+                let (group, log) = (Arc::clone(&group), Arc::clone(&log));
+                std::thread::spawn(move || group.submit(i + 100, &*log))
             })
             .collect();
         for (i, h) in handles.into_iter().enumerate() {
-            assert_eq!(h.join().unwrap().unwrap(), Value::from(i as u64 * 10));
+            assert_eq!(
+                h.join().unwrap().unwrap(),
+                Value::from((i as u64 + 100) * 10)
+            );
         }
         assert!(
-            batches.load(Ordering::SeqCst) < 16,
+            log.batches.load(Ordering::SeqCst) < 16,
             "some jobs shared a batch"
+        );
+        assert_eq!(log.committed.lock().unwrap().len(), 16);
+    }
+
+    #[test]
+    fn refusals_stay_refusals_and_failures_fail_the_batch() {
+        let group: Group<u64, Value> = Group::default();
+        let log = Log::default();
+        let refused = group.submit(13, &log).unwrap_err();
+        assert_eq!(refused.refusal().unwrap().reason, crate::Reason::SelfReply);
+        assert!(matches!(group.submit(99, &log), Err(Error::Storage(_))));
+        assert!(log.committed.lock().unwrap().is_empty());
+        let failing = Log {
+            fail_commit: true,
+            ..Log::default()
+        };
+        assert!(matches!(group.submit(1, &failing), Err(Error::Storage(_))));
+        assert_eq!(
+            group
+                .submit(13, &failing)
+                .unwrap_err()
+                .refusal()
+                .unwrap()
+                .reason,
+            crate::Reason::SelfReply
         );
     }
 
     #[test]
     fn a_panicking_batch_fails_its_jobs_and_frees_the_group() {
         let group: Group<u64, Value> = Group::default();
-        let caught = catch_unwind(AssertUnwindSafe(|| group.submit(1, |_| panic!("boom"))));
+        let log = Log::default();
+        let caught = catch_unwind(AssertUnwindSafe(|| group.submit(666, &log)));
         assert!(caught.is_err());
-        assert_eq!(
-            group
-                .submit(2, |jobs| jobs
-                    .into_iter()
-                    .map(|j| Ok(Value::from(j)))
-                    .collect())
-                .unwrap(),
-            Value::from(2)
-        );
+        assert_eq!(group.submit(2, &log).unwrap(), Value::from(20));
     }
 }

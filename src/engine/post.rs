@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::claims;
+use super::group::Batch;
 use super::place::{nearest_ask, resolve, Place};
 use super::rules::{check_authority, check_dialectic, transition};
 use super::tokens::{authenticate, Caller, Right};
@@ -17,6 +18,38 @@ use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::store::WriteTx;
+
+/// Posts of one batch, applied in one transaction (see `group`).
+struct Poster<'f>(&'f Forum);
+
+impl<'f> Batch for Poster<'f> {
+    type Job = PostJob;
+    type Out = Applied;
+    type Tx = Box<dyn WriteTx + 'f>;
+
+    fn begin(&self) -> Result<Self::Tx> {
+        self.0.store.write()
+    }
+
+    fn apply(&self, tx: &mut Self::Tx, job: PostJob) -> Result<Result<Applied>, Error> {
+        let forum = self.0;
+        let outcome = authenticate(&**tx, job.token.as_deref()).and_then(|caller| {
+            let checked = job.checked?;
+            forum.apply(&mut **tx, &caller, &checked, forum.now())
+        });
+        match outcome {
+            // A failure below the protocol may have left part of this post written.
+            Err(e @ (Error::Storage(_) | Error::NotAForum(_) | Error::SchemaTooNew { .. })) => {
+                Err(e)
+            }
+            outcome => Ok(outcome),
+        }
+    }
+
+    fn commit(&self, tx: Self::Tx) -> Result<()> {
+        tx.commit()
+    }
+}
 
 /// A post waiting for its batch.
 pub(crate) struct PostJob {
@@ -46,48 +79,7 @@ impl Forum {
             token: token.map(str::to_string),
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
         };
-        self.group
-            .submit(job, |jobs| self.run_batch(jobs))
-            .map(Applied::render)
-    }
-
-    /// Applies a batch of posts in one transaction (see `group`). A refusal leaves
-    /// no trace; a storage failure or a failed commit fails every post of the batch.
-    fn run_batch(&self, jobs: Vec<PostJob>) -> Vec<Result<Applied>> {
-        let fail_all = |n: usize, why: &str| {
-            (0..n)
-                .map(|_| Err(Error::Storage(why.to_string())))
-                .collect()
-        };
-        let mut tx = match self.store.write() {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(jobs.len(), &e.to_string()),
-        };
-        let mut outcomes = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            let outcome = authenticate(&*tx, job.token.as_deref()).and_then(|caller| {
-                let checked = job.checked.clone()?;
-                self.apply(&mut *tx, &caller, &checked, self.now())
-            });
-            if let Err(e @ (Error::Storage(_) | Error::NotAForum(_) | Error::SchemaTooNew { .. })) =
-                &outcome
-            {
-                // Part of this post may be written: drop the whole transaction.
-                return fail_all(jobs.len(), &format!("the batch was rolled back: {e}"));
-            }
-            outcomes.push(outcome);
-        }
-        if let Err(e) = tx.commit() {
-            let why = format!("commit failed: {e}");
-            return outcomes
-                .into_iter()
-                .map(|o| match o {
-                    Ok(_) => Err(Error::Storage(why.clone())),
-                    refused => refused,
-                })
-                .collect();
-        }
-        outcomes
+        self.group.submit(job, &Poster(self)).map(Applied::render)
     }
 
     /// Checks and applies one post inside `tx`. On `Err`, nothing was written.
