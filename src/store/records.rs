@@ -41,7 +41,7 @@ pub struct IdentityRec {
 }
 
 /// Who is due (SPEC §5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Awaiting {
     /// An identity or `"*"`.
     pub identity: String,
@@ -51,8 +51,8 @@ pub struct Awaiting {
     pub message: u64,
 }
 
-/// A thread and its summary fields.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A thread and its summary fields. Stored in the binary form of `codec`.
+#[derive(Debug, Clone)]
 pub struct ThreadRec {
     /// `th_<id>`.
     pub id: u64,

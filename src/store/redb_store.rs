@@ -219,7 +219,10 @@ macro_rules! impl_read {
             }
 
             fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
-                get_json(&self.table(THREADS)?, id)
+                match self.table(THREADS)?.get(id)? {
+                    Some(guard) => Ok(Some(codec::decode_thread(guard.value())?)),
+                    None => Ok(None),
+                }
             }
 
             fn message(&self, id: u64) -> Result<Option<MessageRec>> {
@@ -397,7 +400,7 @@ impl WriteTx for Writer {
             )?;
         }
         self.table(THREADS)?
-            .insert(thread.id, encode(thread)?.as_slice())?;
+            .insert(thread.id, codec::encode_thread(thread).as_slice())?;
         Ok(())
     }
 
