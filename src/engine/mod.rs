@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::store::{RedbStore, Store};
-use tokens::{authenticate, Right};
+use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
 pub const OPERATIONS: [&str; 8] = [
@@ -37,6 +37,7 @@ pub struct Forum {
     pub(crate) store: Box<dyn Store>,
     pub(crate) config: Config,
     group: group::Group<post::PostJob, post::Applied>,
+    callers: tokens::CallerCache,
 }
 
 impl std::fmt::Debug for Forum {
@@ -72,6 +73,7 @@ impl Forum {
             store,
             config,
             group: Default::default(),
+            callers: Default::default(),
         })
     }
 
@@ -115,7 +117,7 @@ impl Forum {
             }
             "whoami" => {
                 let tx = self.store.read()?;
-                let caller = authenticate(&*tx, token)?;
+                let caller = self.authenticate(&*tx, token)?;
                 read::only(args_obj, &[])?;
                 let rights: Vec<&str> = Right::ALL
                     .iter()

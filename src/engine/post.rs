@@ -8,7 +8,7 @@ use super::claims;
 use super::group::Batch;
 use super::place::{nearest_ask, resolve, Place};
 use super::rules::{check_authority, check_dialectic, transition};
-use super::tokens::{authenticate, Caller, Right};
+use super::tokens::{Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
@@ -33,10 +33,12 @@ impl<'f> Batch for Poster<'f> {
 
     fn apply(&self, tx: &mut Self::Tx, job: PostJob) -> Result<Result<Applied>, Error> {
         let forum = self.0;
-        let outcome = authenticate(&**tx, job.token.as_deref()).and_then(|caller| {
-            let checked = job.checked?;
-            forum.apply(&mut **tx, &caller, &checked, forum.now())
-        });
+        let outcome = forum
+            .authenticate(&**tx, job.token.as_deref())
+            .and_then(|caller| {
+                let checked = job.checked?;
+                forum.apply(&mut **tx, &caller, &checked, forum.now())
+            });
         match outcome {
             // A failure below the protocol may have left part of this post written.
             Err(e @ (Error::Storage(_) | Error::NotAForum(_) | Error::SchemaTooNew { .. })) => {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::cursor::{self, Index};
-use super::tokens::{authenticate, Caller, Right};
+use super::tokens::{Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
@@ -59,7 +59,7 @@ struct Page {
 impl Forum {
     /// Token, then argument syntax, then the `read` right (§12.1).
     fn reader(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
-        authenticate(tx, token)
+        self.authenticate(tx, token)
     }
 
     fn page(&self, args: &Map<String, Value>, index: Index) -> Result<Page> {

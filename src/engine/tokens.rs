@@ -1,5 +1,8 @@
 //! Token administration for the host (SPEC §2): never reachable over the wire.
 
+use std::collections::HashMap;
+use std::sync::RwLock;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -268,17 +271,22 @@ impl Forum {
 
     /// Revokes a token. Returns `false` when it was unknown or already revoked.
     pub fn revoke_token(&self, token: &str) -> Result<bool> {
+        let digest = hash(token);
+        // Forgotten before and after the commit: a post in between reads the
+        // token from the store, which still says what is committed.
+        self.callers.forget(&digest);
         let mut tx = self.store.write()?;
         let Some(mut rec) = lookup(&*tx, token)? else {
             return Ok(false);
         };
         rec.revoked = true;
-        tx.put_token(key(&hash(token)), &rec)?;
+        tx.put_token(key(&digest), &rec)?;
         if let Some(mut ident) = tx.identity(&rec.identity)? {
             ident.revoked += 1;
             tx.put_identity(&rec.identity, &ident)?;
         }
         tx.commit()?;
+        self.callers.forget(&digest);
         Ok(true)
     }
 
@@ -334,26 +342,68 @@ impl Caller {
     }
 }
 
-/// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
-pub(crate) fn authenticate(tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
-    let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
-        Error::Refused(Refusal::new(
-            Reason::TokenMissing,
-            "this operation needs a token",
-        ))
-    })?;
-    let rec = lookup(tx, token)?.ok_or_else(|| {
-        Error::Refused(Refusal::new(
-            Reason::TokenInvalid,
-            "the token is unknown or revoked",
-        ))
-    })?;
-    Ok(Caller {
-        identity: rec.identity,
-        human: rec.human,
-        rights: rec.rights,
-        label: rec.label,
-    })
+/// Callers of recently seen tokens, by digest, so a post does not read and decode
+/// its token record again. Revocation removes the entry before and after its
+/// commit, so no post is admitted on a revoked token.
+#[derive(Default)]
+pub(crate) struct CallerCache(RwLock<HashMap<[u8; 32], Caller>>);
+
+/// More distinct live tokens than this and the cache starts over.
+const CACHE_MAX: usize = 4096;
+
+impl CallerCache {
+    fn get(&self, digest: &[u8; 32]) -> Option<Caller> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(digest)
+            .cloned()
+    }
+
+    fn put(&self, digest: [u8; 32], caller: &Caller) {
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(digest, caller.clone());
+    }
+
+    fn forget(&self, digest: &[u8; 32]) {
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(digest);
+    }
+}
+
+impl Forum {
+    /// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
+    pub(crate) fn authenticate(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
+        let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+            Error::Refused(Refusal::new(
+                Reason::TokenMissing,
+                "this operation needs a token",
+            ))
+        })?;
+        let digest = hash(token);
+        if let Some(caller) = self.callers.get(&digest) {
+            return Ok(caller);
+        }
+        let rec = lookup(tx, token)?.ok_or_else(|| {
+            Error::Refused(Refusal::new(
+                Reason::TokenInvalid,
+                "the token is unknown or revoked",
+            ))
+        })?;
+        let caller = Caller {
+            identity: rec.identity,
+            human: rec.human,
+            rights: rec.rights,
+            label: rec.label,
+        };
+        self.callers.put(digest, &caller);
+        Ok(caller)
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -385,6 +435,20 @@ mod tests {
         let tx = forum.store.read().unwrap();
         assert!(lookup(&*tx, &t1).unwrap().is_none());
         assert!(lookup(&*tx, &t2).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_revoked_token_is_refused_even_after_it_was_cached() {
+        let forum = Forum::in_memory(Config::default()).unwrap();
+        let token = forum
+            .create_token(&TokenSpec::llm("alice", &[Right::Read]))
+            .unwrap();
+        let whoami = |t: &str| forum.call(Some(t), "whoami", &serde_json::json!({}));
+        assert_eq!(whoami(&token).unwrap()["identity"], "ainotes:alice");
+        assert!(forum.callers.get(&hash(&token)).is_some());
+        assert!(forum.revoke_token(&token).unwrap());
+        let err = whoami(&token).unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::TokenInvalid);
     }
 
     #[test]
