@@ -104,7 +104,8 @@ impl ToolResult {
     /// The whole JSON-RPC response.
     fn response(self, id: &Value, era: Era) -> String {
         let text = self.text.as_deref().unwrap_or(&self.structured);
-        let escaped = Value::from(text).to_string();
+        // Serializing a string cannot fail; the fallback keeps the response valid JSON.
+        let escaped = serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""));
         let mut out = String::with_capacity(escaped.len() + self.structured.len() + 256);
         out.push_str(r#"{"jsonrpc":"2.0","id":"#);
         out.push_str(&id.to_string());
