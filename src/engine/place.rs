@@ -57,55 +57,48 @@ pub(super) struct Place {
     pub(super) superseded: Vec<ClaimRec>,
 }
 
+/// The record an id names, or the refusal saying it does not exist.
+fn found<T>(record: Option<T>, reason: Reason, kind: IdKind, id: u64) -> Result<T> {
+    record.ok_or_else(|| Refusal::new(reason, format!("{} does not exist", kind.key(id))).into())
+}
+
 /// Resolves thread, parent, claim, superseded claims and `to` (the 404 group).
 pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
     let mut thread = match env.thread {
-        Some(id) => match tx.thread(id)? {
-            Some(t) => Some(t),
-            None => {
-                return refuse(
-                    Reason::ThreadNotFound,
-                    format!("{} does not exist", IdKind::Thread.key(id)),
-                )
-            }
-        },
+        Some(id) => Some(found(
+            tx.thread(id)?,
+            Reason::ThreadNotFound,
+            IdKind::Thread,
+            id,
+        )?),
         None => None,
     };
     let mut parent = match env.parent {
-        Some(id) => match tx.message(id)? {
-            Some(m) => Some(Parent::from(m)),
-            None => {
-                return refuse(
-                    Reason::MessageNotFound,
-                    format!("{} does not exist", IdKind::Message.key(id)),
-                )
-            }
-        },
+        Some(id) => Some(Parent::from(found(
+            tx.message(id)?,
+            Reason::MessageNotFound,
+            IdKind::Message,
+            id,
+        )?)),
         None => None,
     };
     let claim = match env.claim {
-        Some(id) => match tx.claim(id)? {
-            Some(c) => Some(c),
-            None => {
-                return refuse(
-                    Reason::ClaimNotFound,
-                    format!("{} does not exist", IdKind::Claim.key(id)),
-                )
-            }
-        },
+        Some(id) => Some(found(
+            tx.claim(id)?,
+            Reason::ClaimNotFound,
+            IdKind::Claim,
+            id,
+        )?),
         None => None,
     };
     let mut superseded = Vec::with_capacity(env.supersedes.len());
-    for id in &env.supersedes {
-        match tx.claim(*id)? {
-            Some(c) => superseded.push(c),
-            None => {
-                return refuse(
-                    Reason::ClaimNotFound,
-                    format!("{} does not exist", IdKind::Claim.key(*id)),
-                )
-            }
-        }
+    for &id in &env.supersedes {
+        superseded.push(found(
+            tx.claim(id)?,
+            Reason::ClaimNotFound,
+            IdKind::Claim,
+            id,
+        )?);
     }
     if let Some(to) = &env.to {
         if tx.identity(to)?.is_none() {
