@@ -1,7 +1,6 @@
 //! Where a post goes (SPEC §3.1) and the references it names (the 404 group of
 //! §12.1), resolved inside the post's transaction.
 
-use super::post::refuse;
 use crate::error::{Reason, Refusal, Result};
 use crate::protocol::envelope::Checked;
 use crate::protocol::ids::IdKind;
