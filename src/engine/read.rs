@@ -369,12 +369,10 @@ fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
             let Some(message) = slots[i].take() else {
                 continue;
             };
-            let id = message.id;
-            let mut m = view::message_owned(message);
-            m.insert(
-                "replies".into(),
-                Value::Array(build(Some(id), slots, children)),
-            );
+            let replies = build(Some(message.id), slots, children);
+            let m: Map<String, Value> = view::message_entries(message, Some(replies))
+                .into_iter()
+                .collect();
             out.push(Value::Object(m));
         }
         out
