@@ -7,7 +7,10 @@ use serde_json::{Map, Value};
 use super::claims;
 use super::group::Batch;
 use super::place::{nearest_ask, resolve, Place};
-use super::rules::{check_authority, check_dialectic, transition};
+use super::rules::{
+    check_authority, check_dialectic, check_limits, check_loop_guards, check_supersede_authority,
+    transition,
+};
 use super::tokens::{Caller, Right};
 use super::view;
 use super::Forum;
@@ -113,72 +116,14 @@ impl Forum {
             }
             check_authority(caller, act, t)?;
         }
-        for claim in &place.superseded {
-            let owns = claim.identity == caller.identity;
-            let thread_of_claim = tx.thread(claim.thread)?;
-            let rules =
-                thread_of_claim.is_some_and(|t| t.creator == caller.identity) || caller.confirmer();
-            if !owns && !rules {
-                return refuse(
-                    Reason::ThreadAuthorityMissing,
-                    format!(
-                        "only the author of {} or an authority over its thread may supersede it",
-                        IdKind::Claim.key(claim.id)
-                    ),
-                );
-            }
-        }
-
-        // An assert that supersedes replaces a claim; it does not reply (§4).
-        let replies = act.is_content() && (act != Act::Assert || env.supersedes.is_empty());
-        if let (true, Some(parent)) = (replies, &place.parent) {
-            if parent.identity == caller.identity && parent.extension == env.extension {
-                return refuse(
-                    Reason::SelfReply,
-                    "you may not reply to your own message (same identity and extension)",
-                );
-            }
-        }
-        if let (false, Some(t)) = (caller.human, thread) {
-            if t.last_body.get(&caller.identity) == Some(&env.body_hash) {
-                return refuse(
-                    Reason::RepeatedBody,
-                    "this body repeats your most recent message in the thread; say something new",
-                );
-            }
-        }
-
+        check_supersede_authority(tx, caller, &place)?;
+        check_loop_guards(caller, env, &place)?;
         let effect = match thread {
             Some(t) => transition(caller, env, t)?,
             None => Effect::None,
         };
         check_dialectic(caller, env, &place)?;
-        if let Some(t) = thread {
-            let limits = &self.config.limits;
-            if t.message_count as usize >= limits.thread_max_messages {
-                return Err(Refusal::new(
-                    Reason::LimitExceeded,
-                    format!(
-                        "a thread holds at most {} messages",
-                        limits.thread_max_messages
-                    ),
-                )
-                .with_limit("thread_max_messages")
-                .into());
-            }
-            let depth = place.parent.as_ref().map_or(0, |p| p.depth as usize + 1);
-            if depth > limits.thread_max_depth {
-                return Err(Refusal::new(
-                    Reason::LimitExceeded,
-                    format!(
-                        "replies nest at most {} levels deep",
-                        limits.thread_max_depth
-                    ),
-                )
-                .with_limit("thread_max_depth")
-                .into());
-            }
-        }
+        check_limits(&self.config.limits, &place)?;
 
         self.write_post(tx, caller, env, place, effect, now)
     }
