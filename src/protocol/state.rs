@@ -116,11 +116,14 @@ pub fn mark(
     if target == State::Open && !human {
         return Err(());
     }
+    // Naming the current state: a confirmer confirms it, or, when it is already
+    // confirmed, the mark is recorded and changes nothing (§6 refuses it only to
+    // non-confirmers).
     if current == target {
-        return if !confirmed && confirmer {
-            Ok(Effect::Confirm)
-        } else {
-            Err(())
+        return match (confirmer, confirmed) {
+            (false, _) => Err(()),
+            (true, false) => Ok(Effect::Confirm),
+            (true, true) => Ok(Effect::None),
         };
     }
     if human {
@@ -167,7 +170,12 @@ mod tests {
             Ok(Effect::Confirm)
         );
         assert_eq!(mark(Answered, false, Answered, false, false), Err(()));
-        assert_eq!(mark(Answered, true, Answered, true, true), Err(()));
+        assert_eq!(mark(Answered, true, Answered, true, true), Ok(Effect::None));
+        assert_eq!(
+            mark(Deferred, true, Deferred, true, false),
+            Ok(Effect::None)
+        );
+        assert_eq!(mark(Answered, true, Answered, false, false), Err(()));
     }
 
     #[test]
