@@ -2,8 +2,6 @@
 //! Lists are served from indexes ordered by the cursor's position, so a `since`
 //! read costs what it returns, not the size of the forum.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::cursor::{self, Index};
@@ -349,33 +347,61 @@ pub(crate) fn claim_view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
 }
 
 /// Messages nested by parent, each level in creation order (SPEC §8.2).
+///
+/// `messages` come in id order, so a parent's index is found by binary search, and
+/// each message's children form a list through `first_child`/`next_sibling`
+/// (indexes, in creation order): no map and no list per message.
 fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
-    let mut children: HashMap<Option<u64>, Vec<usize>> = HashMap::new();
+    const NONE: usize = usize::MAX;
+    let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
+    let n = messages.len();
+    let (mut first_child, mut last_child, mut next_sibling) =
+        (vec![NONE; n], vec![NONE; n], vec![NONE; n]);
+    let mut roots = Vec::new();
     for (i, m) in messages.iter().enumerate() {
-        children.entry(m.parent).or_default().push(i);
+        match m.parent.and_then(|p| ids.binary_search(&p).ok()) {
+            Some(p) if p < i => {
+                if last_child[p] == NONE {
+                    first_child[p] = i;
+                } else {
+                    next_sibling[last_child[p]] = i;
+                }
+                last_child[p] = i;
+            }
+            _ => roots.push(i),
+        }
     }
     let mut slots: Vec<Option<MessageRec>> = messages.into_iter().map(Some).collect();
     fn build(
-        at: Option<u64>,
+        mut child: usize,
+        first_child: &[usize],
+        next_sibling: &[usize],
         slots: &mut [Option<MessageRec>],
-        children: &HashMap<Option<u64>, Vec<usize>>,
     ) -> Vec<Value> {
-        let Some(list) = children.get(&at) else {
-            return Vec::new();
-        };
-        let mut out = Vec::with_capacity(list.len());
-        for &i in list {
+        let mut out = Vec::new();
+        while child != usize::MAX {
             // Each message is rendered once: its slot is taken, its strings moved.
-            let Some(message) = slots[i].take() else {
-                continue;
-            };
-            let replies = build(Some(message.id), slots, children);
-            let m: Map<String, Value> = view::message_entries(message, Some(replies))
-                .into_iter()
-                .collect();
-            out.push(Value::Object(m));
+            if let Some(message) = slots[child].take() {
+                let replies = build(first_child[child], first_child, next_sibling, slots);
+                let m: Map<String, Value> = view::message_entries(message, Some(replies))
+                    .into_iter()
+                    .collect();
+                out.push(Value::Object(m));
+            }
+            child = next_sibling[child];
         }
         out
     }
-    build(None, &mut slots, &children)
+    let mut out = Vec::with_capacity(roots.len());
+    for root in roots {
+        if let Some(message) = slots[root].take() {
+            let replies = build(first_child[root], &first_child, &next_sibling, &mut slots);
+            out.push(Value::Object(
+                view::message_entries(message, Some(replies))
+                    .into_iter()
+                    .collect(),
+            ));
+        }
+    }
+    out
 }
