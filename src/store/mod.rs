@@ -8,6 +8,7 @@ mod codec;
 pub mod records;
 mod redb_store;
 mod tables;
+mod wal;
 
 pub use redb_store::{check_integrity, RedbStore};
 

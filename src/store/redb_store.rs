@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
 use super::tables::*;
-use super::{codec, Flow, ReadTx, Store, Visit, WriteTx};
+use super::{codec, wal, Flow, ReadTx, Store, Visit, WriteTx};
 use crate::config::Durability;
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -35,17 +35,11 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 }
 
 impl RedbStore {
-    /// Creates or opens the forum file at `path`.
+    /// Creates or opens the forum file at `path`, after replaying its page log
+    /// (see [`super::wal`]). A durable forum writes through the log; a volatile one
+    /// writes the file directly and has no log.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|e| match e {
-                redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
-                    Error::Storage(format!("cannot open {}: {io}", path.display()))
-                }
-                other => Error::Storage(format!("cannot open {}: {other}", path.display())),
-            })?;
+        let db = open_file(path, durability)?;
         Self::init(db, durability)
     }
 
@@ -104,10 +98,44 @@ impl RedbStore {
     }
 }
 
+fn cannot_open(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Storage(format!("cannot open {}: {e}", path.display()))
+}
+
+/// Opens the redb database of a forum file, replaying its log first.
+fn open_file(path: &Path, durability: Durability) -> Result<Database> {
+    let log = wal::recover(path).map_err(|e| cannot_open(path, e))?;
+    let mut builder = Database::builder();
+    builder.set_cache_size(CACHE_BYTES);
+    let opened = match durability {
+        Durability::Durable => {
+            let main = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| cannot_open(path, e))?;
+            let backend = wal::LoggedFile::new(main, log).map_err(|e| cannot_open(path, e))?;
+            builder.create_with_backend(backend)
+        }
+        Durability::Volatile => {
+            // Replayed and synced: the log has nothing left to give.
+            drop(log);
+            std::fs::remove_file(wal::log_path(path)).map_err(|e| cannot_open(path, e))?;
+            builder.create(path)
+        }
+    };
+    opened.map_err(|e| match e {
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => cannot_open(path, io),
+        other => cannot_open(path, other),
+    })
+}
+
 /// Runs redb's integrity check (checksums of every page) on a closed forum file,
 /// and then checks that it is a Parley forum this library can read.
 pub fn check_integrity(path: &Path) -> Result<bool> {
-    let mut db = Database::open(path)?;
+    let mut db = open_file(path, Durability::Durable)?;
     let ok = db.check_integrity()?;
     drop(db);
     RedbStore::open(path, Durability::Durable)?;
