@@ -53,7 +53,7 @@ struct Cli {
     /// Keep the forum files (their directory is printed on stderr).
     #[arg(long)]
     keep: bool,
-    /// Repetitions of each figure and baseline (default 5, or 3 with --quick).
+    /// Repetitions of each figure and baseline (default 7, or 3 with --quick).
     #[arg(long)]
     reps: Option<usize>,
     /// Messages of the figure-11 forum (default 1000000, or 20000 with --quick).
@@ -112,9 +112,9 @@ impl Sizes {
             }
         } else {
             Sizes {
-                reps: 5,
-                single_posts: 200,
-                multi_per_writer: 100,
+                reps: 7,
+                single_posts: 600,
+                multi_per_writer: 150,
                 volatile_posts: 3_000,
                 big: 100_000,
                 small: 1_000,
