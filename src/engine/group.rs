@@ -5,12 +5,13 @@
 //! transaction and applies pending posts in order as they arrive; while other
 //! writers were active in the last batch it keeps the transaction open a little
 //! (at most half the last batch's duration, at most `MAX_GATHER`) for them to queue
-//! again, applying each as it comes, then commits once. Guarantees:
+//! again, applying each as it comes, then commits once. Leadership passes on as
+//! soon as the commit returns: the next batch applies while this one reaches the
+//! disk, and this one's posts learn their outcomes once it is there. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
-//! - a storage failure while applying, or a failed commit, fails every post of the
-//!   batch (refusals stay refusals), and nothing of the batch is stored;
-//! - no call returns success before the commit of its batch returned (durable when
-//!   the forum is durable);
+//! - a storage failure while applying, or a failed commit or sync, fails every post
+//!   of the batch (refusals stay refusals), and nothing of the batch is stored;
+//! - no call returns success before its batch is durable (when the forum is);
 //! - ids follow the order in which posts are applied, batch after batch.
 
 use std::collections::HashMap;
@@ -38,8 +39,12 @@ pub(crate) trait Batch {
     /// Applies one job: `Ok` with its outcome (a refusal included), or `Err` when
     /// the transaction can no longer be trusted and the whole batch must go.
     fn apply(&self, tx: &mut Self::Tx, job: Self::Job) -> Result<Result<Self::Out>, Error>;
-    /// Commits the transaction.
-    fn commit(&self, tx: Self::Tx) -> Result<()>;
+    /// A commit still on its way to disk.
+    type Pending;
+    /// Commits the transaction; the next batch may begin once this returns.
+    fn commit(&self, tx: Self::Tx) -> Result<Self::Pending>;
+    /// Returns once the commit is durable.
+    fn settle(&self, pending: Self::Pending) -> Result<()>;
 }
 
 struct Shared<J, O> {
@@ -102,7 +107,9 @@ impl<J, O> Group<J, O> {
             if let Some(outcome) = shared.done.remove(&ticket) {
                 return outcome;
             }
-            if shared.leader {
+            // A writer whose post is in a batch already waits for its outcome; it
+            // leads only while posts wait for a leader.
+            if shared.leader || shared.pending.is_empty() {
                 shared = self
                     .wake
                     .wait(shared)
@@ -127,25 +134,44 @@ impl<J, O> Group<J, O> {
             shared.leader = false;
             shared.last_batch = tickets.len();
             shared.last_cost = started.elapsed();
-            let panic = match result {
-                Ok(outcomes) => {
-                    shared.done.extend(tickets.into_iter().zip(outcomes));
-                    None
-                }
+            let (outcomes, pending) = match result {
+                Ok(led) => led,
                 Err(payload) => {
                     for t in tickets {
                         shared
                             .done
                             .insert(t, failed("the engine panicked; the batch was not stored"));
                     }
-                    Some(payload)
+                    self.wake.notify_all();
+                    drop(shared);
+                    resume_unwind(payload);
                 }
             };
+            // The next batch may begin while this one reaches the disk; its posts
+            // learn their outcomes only once it is there.
             self.wake.notify_all();
-            if let Some(payload) = panic {
-                drop(shared);
-                resume_unwind(payload);
-            }
+            drop(shared);
+            let settled = match pending {
+                Some(pending) => catch_unwind(AssertUnwindSafe(|| batch.settle(pending)))
+                    .unwrap_or_else(|_| failed("the engine panicked while syncing")),
+                None => Ok(()),
+            };
+            let outcomes = match settled {
+                Ok(()) => outcomes,
+                Err(e) => {
+                    let why = format!("the commit did not reach the disk: {e}");
+                    outcomes
+                        .into_iter()
+                        .map(|o| match o {
+                            Ok(_) => failed(&why),
+                            refused => refused,
+                        })
+                        .collect()
+                }
+            };
+            shared = self.lock();
+            shared.done.extend(tickets.into_iter().zip(outcomes));
+            self.wake.notify_all();
         }
     }
 
@@ -158,7 +184,7 @@ impl<J, O> Group<J, O> {
         tickets: &mut Vec<u64>,
         target: usize,
         deadline: Instant,
-    ) -> Vec<Result<O>> {
+    ) -> (Vec<Result<O>>, Option<B::Pending>) {
         let mut outcomes: Vec<Result<O>> = Vec::new();
         let mut tx: Option<B::Tx> = None;
         loop {
@@ -187,7 +213,8 @@ impl<J, O> Group<J, O> {
                     Ok(opened) => tx = Some(opened),
                     Err(e) => {
                         tickets.extend(jobs.iter().map(|(t, _)| *t));
-                        return tickets.iter().map(|_| failed(&e.to_string())).collect();
+                        let failures = tickets.iter().map(|_| failed(&e.to_string()));
+                        return (failures.collect(), None);
                     }
                 }
             }
@@ -199,7 +226,7 @@ impl<J, O> Group<J, O> {
                     Err(e) => {
                         // Part of this post may be written: the whole batch goes.
                         let why = format!("the batch was rolled back: {e}");
-                        return tickets.iter().map(|_| failed(&why)).collect();
+                        return (tickets.iter().map(|_| failed(&why)).collect(), None);
                     }
                 }
             }
@@ -207,18 +234,23 @@ impl<J, O> Group<J, O> {
                 break;
             }
         }
-        let Some(tx) = tx else { return outcomes };
-        if let Err(e) = batch.commit(tx) {
-            let why = format!("commit failed: {e}");
-            return outcomes
-                .into_iter()
-                .map(|o| match o {
-                    Ok(_) => failed(&why),
-                    refused => refused,
-                })
-                .collect();
+        let Some(tx) = tx else {
+            return (outcomes, None);
+        };
+        match batch.commit(tx) {
+            Ok(pending) => (outcomes, Some(pending)),
+            Err(e) => {
+                let why = format!("commit failed: {e}");
+                let outcomes = outcomes
+                    .into_iter()
+                    .map(|o| match o {
+                        Ok(_) => failed(&why),
+                        refused => refused,
+                    })
+                    .collect();
+                (outcomes, None)
+            }
         }
-        outcomes
     }
 }
 
@@ -235,6 +267,11 @@ mod tests {
         committed: Mutex<Vec<u64>>,
         batches: AtomicUsize,
         fail_commit: bool,
+        fail_settle: bool,
+        /// How long a commit takes to "reach the disk".
+        settle_time: Duration,
+        /// Jobs whose batch settled, in order.
+        settled: Mutex<Vec<u64>>,
     }
 
     impl Batch for Log {
@@ -261,11 +298,20 @@ mod tests {
                 }
             }
         }
-        fn commit(&self, tx: Vec<u64>) -> Result<()> {
+        type Pending = Vec<u64>;
+        fn commit(&self, tx: Vec<u64>) -> Result<Vec<u64>> {
             if self.fail_commit {
+                return Err(Error::Storage("write failed".into()));
+            }
+            self.committed.lock().unwrap().extend(&tx);
+            Ok(tx)
+        }
+        fn settle(&self, jobs: Vec<u64>) -> Result<()> {
+            std::thread::sleep(self.settle_time);
+            if self.fail_settle {
                 return Err(Error::Storage("fsync failed".into()));
             }
-            self.committed.lock().unwrap().extend(tx);
+            self.settled.lock().unwrap().extend(jobs);
             Ok(())
         }
     }
@@ -324,5 +370,55 @@ mod tests {
         let caught = catch_unwind(AssertUnwindSafe(|| group.submit(666, &log)));
         assert!(caught.is_err());
         assert_eq!(group.submit(2, &log).unwrap(), Value::from(20));
+    }
+
+    #[test]
+    fn a_failed_sync_fails_the_batch_but_not_its_refusals() {
+        let group: Group<u64, Value> = Group::default();
+        let log = Log {
+            fail_settle: true,
+            ..Log::default()
+        };
+        assert!(matches!(group.submit(1, &log), Err(Error::Storage(_))));
+        let refused = group.submit(13, &log).unwrap_err();
+        assert_eq!(refused.refusal().unwrap().reason, crate::Reason::SelfReply);
+    }
+
+    #[test]
+    fn the_next_batch_commits_while_one_settles_and_nobody_hears_early() {
+        let group: Arc<Group<u64, Value>> = Arc::default();
+        let log = Arc::new(Log {
+            settle_time: Duration::from_millis(150),
+            ..Log::default()
+        });
+        let first = {
+            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
+            std::thread::spawn(move || group.submit(1, &*log))
+        };
+        // Wait for the first batch to commit; it now settles for 150 ms.
+        while log.committed.lock().unwrap().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let second = {
+            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
+            std::thread::spawn(move || group.submit(2, &*log))
+        };
+        let deadline = Instant::now() + Duration::from_millis(100);
+        while log.committed.lock().unwrap().len() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            *log.committed.lock().unwrap(),
+            [1, 2],
+            "the second batch committed while the first settled"
+        );
+        assert!(
+            log.settled.lock().unwrap().is_empty(),
+            "nothing settled yet"
+        );
+        assert!(!first.is_finished(), "no outcome before the sync");
+        assert_eq!(first.join().unwrap().unwrap(), Value::from(10));
+        assert_eq!(second.join().unwrap().unwrap(), Value::from(20));
+        assert_eq!(*log.settled.lock().unwrap(), [1, 2]);
     }
 }

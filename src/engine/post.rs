@@ -20,7 +20,7 @@ use crate::protocol::envelope::{self, Checked};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
-use crate::store::WriteTx;
+use crate::store::{Durable, WriteTx};
 
 /// Posts of one batch, applied in one transaction (see `group`).
 struct Poster<'f>(&'f Forum);
@@ -51,8 +51,14 @@ impl<'f> Batch for Poster<'f> {
         }
     }
 
-    fn commit(&self, tx: Self::Tx) -> Result<()> {
-        tx.commit()
+    type Pending = Durable;
+
+    fn commit(&self, tx: Self::Tx) -> Result<Durable> {
+        tx.commit_deferred()
+    }
+
+    fn settle(&self, pending: Durable) -> Result<()> {
+        pending.wait()
     }
 }
 

@@ -91,13 +91,40 @@ pub trait WriteTx: ReadTx {
         at: i64,
         forget_before: i64,
     ) -> Result<()>;
-    /// Makes every write durable (or visible, when volatile). Consumes the transaction.
-    fn commit(self: Box<Self>) -> Result<()>;
+    /// Commits and returns once the commit is durable (visible, when volatile).
+    fn commit(self: Box<Self>) -> Result<()> {
+        self.commit_deferred()?.wait()
+    }
+    /// Commits, visible to later transactions at once; durable once the returned
+    /// [`Durable`] says so. Lets a batch leader hand the write lock on while its
+    /// commit reaches the disk.
+    fn commit_deferred(self: Box<Self>) -> Result<Durable>;
+}
+
+/// A commit on its way to disk.
+#[must_use = "a commit is only durable once `wait` returned Ok"]
+pub struct Durable(Option<Box<dyn FnOnce() -> Result<()> + Send>>);
+
+impl Durable {
+    /// A commit with nothing left to wait for.
+    pub fn done() -> Self {
+        Durable(None)
+    }
+
+    /// A commit that is durable once `wait` returns `Ok`.
+    pub fn when(wait: impl FnOnce() -> Result<()> + Send + 'static) -> Self {
+        Durable(Some(Box::new(wait)))
+    }
+
+    /// Returns once the commit is durable, or why it never will be.
+    pub fn wait(self) -> Result<()> {
+        self.0.map_or(Ok(()), |wait| wait())
+    }
 }
 
 /// A storage backend: snapshots for reads, one writer at a time.
 pub trait Store: Send + Sync {
-    /// A consistent snapshot.
+    /// A consistent snapshot, holding only durable commits.
     fn read(&self) -> Result<Box<dyn ReadTx + '_>>;
     /// The one write transaction; blocks while another is open.
     fn write(&self) -> Result<Box<dyn WriteTx + '_>>;

@@ -1,6 +1,7 @@
 //! The embedded backend: one redb file (or redb's in-memory backend).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::de::DeserializeOwned;
@@ -8,7 +9,7 @@ use serde::Serialize;
 
 use super::records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
 use super::tables::*;
-use super::{codec, wal, Flow, ReadTx, Store, Visit, WriteTx};
+use super::{codec, wal, Durable, Flow, ReadTx, Store, Visit, WriteTx};
 use crate::config::Durability;
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -21,6 +22,8 @@ const CACHE_BYTES: usize = 64 << 20;
 /// A forum stored in redb.
 pub struct RedbStore {
     db: Database,
+    /// The page log of a durable file forum.
+    log: Option<Arc<wal::LoggedFile>>,
     durability: Durability,
     cursor_key: u64,
 }
@@ -39,8 +42,10 @@ impl RedbStore {
     /// (see [`super::wal`]). A durable forum writes through the log; a volatile one
     /// writes the file directly and has no log.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let db = open_file(path, durability)?;
-        Self::init(db, durability)
+        let (db, log) = open_file(path, durability)?;
+        let mut store = Self::init(db, durability)?;
+        store.log = log;
+        Ok(store)
     }
 
     /// A forum that lives in memory and vanishes with it.
@@ -92,6 +97,7 @@ impl RedbStore {
         txn.commit()?;
         Ok(RedbStore {
             db,
+            log: None,
             durability,
             cursor_key,
         })
@@ -103,7 +109,10 @@ fn cannot_open(path: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 /// Opens the redb database of a forum file, replaying its log first.
-fn open_file(path: &Path, durability: Durability) -> Result<Database> {
+fn open_file(
+    path: &Path,
+    durability: Durability,
+) -> Result<(Database, Option<Arc<wal::LoggedFile>>)> {
     let log = wal::recover(path).map_err(|e| cannot_open(path, e))?;
     let mut builder = Database::builder();
     builder.set_cache_size(CACHE_BYTES);
@@ -117,13 +126,15 @@ fn open_file(path: &Path, durability: Durability) -> Result<Database> {
                 .open(path)
                 .map_err(|e| cannot_open(path, e))?;
             let backend = wal::LoggedFile::new(main, log).map_err(|e| cannot_open(path, e))?;
-            builder.create_with_backend(backend)
+            let backend = Arc::new(backend);
+            let db = builder.create_with_backend(wal::Shared(Arc::clone(&backend)));
+            db.map(|db| (db, Some(backend)))
         }
         Durability::Volatile => {
             // Replayed and synced: the log has nothing left to give.
             drop(log);
             std::fs::remove_file(wal::log_path(path)).map_err(|e| cannot_open(path, e))?;
-            builder.create(path)
+            builder.create(path).map(|db| (db, None))
         }
     };
     opened.map_err(|e| match e {
@@ -135,7 +146,7 @@ fn open_file(path: &Path, durability: Durability) -> Result<Database> {
 /// Runs redb's integrity check (checksums of every page) on a closed forum file,
 /// and then checks that it is a Parley forum this library can read.
 pub fn check_integrity(path: &Path) -> Result<bool> {
-    let mut db = open_file(path, Durability::Durable)?;
+    let (mut db, _) = open_file(path, Durability::Durable)?;
     let ok = db.check_integrity()?;
     drop(db);
     RedbStore::open(path, Durability::Durable)?;
@@ -144,7 +155,13 @@ pub fn check_integrity(path: &Path) -> Result<bool> {
 
 impl Store for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTx + '_>> {
-        Ok(Box::new(Snapshot(self.db.begin_read()?)))
+        let snapshot = Snapshot(self.db.begin_read()?);
+        // The snapshot may hold a commit whose poster still waits for the disk: a
+        // reader must not see what a crash could take back.
+        if let Some(log) = &self.log {
+            log.wait_durable(log.commits()).map_err(sync_failed)?;
+        }
+        Ok(Box::new(snapshot))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
@@ -152,7 +169,7 @@ impl Store for RedbStore {
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
         }
-        Ok(Box::new(Writer(txn)))
+        Ok(Box::new(Writer(txn, self.log.clone())))
     }
 
     fn cursor_key(&self) -> u64 {
@@ -161,7 +178,11 @@ impl Store for RedbStore {
 }
 
 struct Snapshot(redb::ReadTransaction);
-struct Writer(redb::WriteTransaction);
+struct Writer(redb::WriteTransaction, Option<Arc<wal::LoggedFile>>);
+
+fn sync_failed(e: std::io::Error) -> Error {
+    Error::Storage(format!("syncing the forum's log: {e}"))
+}
 
 impl Snapshot {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -478,9 +499,18 @@ impl WriteTx for Writer {
         Ok(())
     }
 
-    fn commit(self: Box<Self>) -> Result<()> {
-        self.0.commit()?;
-        Ok(())
+    fn commit_deferred(self: Box<Self>) -> Result<Durable> {
+        let Writer(txn, log) = *self;
+        txn.commit()?;
+        Ok(match log {
+            Some(log) => {
+                // Counts this commit (and perhaps a later one: waiting for more is
+                // safe).
+                let commits = log.commits();
+                Durable::when(move || log.wait_durable(commits).map_err(sync_failed))
+            }
+            None => Durable::done(),
+        })
     }
 }
 

@@ -28,7 +28,7 @@ use std::io;
 use std::ops::Bound;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
@@ -40,7 +40,7 @@ const HEADER: u64 = 4096;
 const HEAD_LEN: usize = 32;
 const WRITE: u8 = 1;
 const SET_LEN: u8 = 2;
-/// Once the log would pass this size, the next sync is a checkpoint instead.
+/// Once the log passes this size, the sync that passed it also checkpoints.
 const LOG_LIMIT: u64 = 64 << 20;
 /// Writes held for the next sync beyond this size are checkpointed at once, so a
 /// large transaction cannot hold an unbounded copy of its pages.
@@ -207,11 +207,23 @@ fn parse(mut body: &[u8]) -> Option<Vec<Entry<'_>>> {
 }
 
 /// The redb storage backend of a durable forum file.
+///
+/// redb calls `sync_data` at the end of each commit, under its write lock. Here
+/// that appends the commit's record to the log without waiting for the disk, so the
+/// next transaction can start at once; [`LoggedFile::wait_durable`] then syncs the
+/// log (one sync serving every record written before it) and whoever needs the
+/// commit on disk — a poster before its success, a reader before it sees the
+/// commit — waits for it there. A record is replayed only after every earlier one,
+/// so a crash loses a suffix of commits, never one in the middle, and the forum
+/// file is touched only after every record is synced.
 #[derive(Debug)]
 pub(super) struct LoggedFile {
     main: FileBackend,
     log: File,
     state: Mutex<State>,
+    synced: Mutex<Synced>,
+    /// Signalled when a log sync ends.
+    sync_done: Condvar,
 }
 
 #[derive(Debug)]
@@ -224,14 +236,31 @@ struct State {
     end: u64,
     /// The log file's length.
     allocated: u64,
+    /// Commits so far (records appended, or folded into a checkpoint).
+    commits: u64,
     /// Pages written since the last checkpoint, by page number: the forum file's
     /// newest content, ahead of the file.
     pages: HashMap<u64, Box<[u8]>>,
     /// The forum file's length as redb sees it.
     len: u64,
-    /// Set by a failed log write or sync: from then on the file's state is unknown,
-    /// and every write and sync fails until the forum is reopened (and replayed).
+    /// The forum file's length on disk (changed only by checkpoints).
+    file_len: u64,
+    /// The lowest length since the last checkpoint: bytes from here on that are not
+    /// in the overlay were cut and read as zeros.
+    low_water: u64,
+    /// Set by a failed write or sync: from then on the file's state is unknown, and
+    /// every write and sync fails until the forum is reopened (and replayed).
     broken: bool,
+}
+
+#[derive(Debug, Default)]
+struct Synced {
+    /// Commits known to be on disk.
+    durable: u64,
+    /// A thread is syncing the log.
+    syncing: bool,
+    /// A write or sync failed: nothing more becomes durable.
+    failed: bool,
 }
 
 fn broken() -> io::Error {
@@ -253,19 +282,70 @@ impl LoggedFile {
                 seq: 0,
                 end: HEADER,
                 allocated,
+                commits: 0,
                 pages: HashMap::new(),
                 len,
+                file_len: len,
+                low_water: len,
                 broken: false,
             }),
+            synced: Mutex::new(Synced::default()),
+            sync_done: Condvar::new(),
         };
         backend.guarded(|state| backend.reset(state))?;
         Ok(backend)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // Every update of the state completes or marks it broken; a panic elsewhere
         // leaves nothing half-done.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_synced(&self) -> MutexGuard<'_, Synced> {
+        self.synced.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Commits so far: the ticket [`Self::wait_durable`] takes.
+    pub(super) fn commits(&self) -> u64 {
+        self.lock().commits
+    }
+
+    /// Returns once the first `commits` commits are on disk, syncing the log unless
+    /// a sync already running covers them.
+    pub(super) fn wait_durable(&self, commits: u64) -> io::Result<()> {
+        let mut synced = self.lock_synced();
+        loop {
+            if synced.durable >= commits {
+                return Ok(());
+            }
+            if synced.failed {
+                return Err(broken());
+            }
+            if synced.syncing {
+                synced = self
+                    .sync_done
+                    .wait(synced)
+                    .unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            synced.syncing = true;
+            drop(synced);
+            // Every record counted here was written before this sync starts.
+            let target = self.lock().commits;
+            let outcome = self.log.sync_data();
+            if outcome.is_err() {
+                self.lock().broken = true;
+            }
+            synced = self.lock_synced();
+            synced.syncing = false;
+            match outcome {
+                Ok(()) => synced.durable = synced.durable.max(target),
+                Err(_) => synced.failed = true,
+            }
+            self.sync_done.notify_all();
+            outcome?;
+        }
     }
 
     /// Starts a new generation: a fresh header with the next salt, synced. Only
@@ -279,8 +359,17 @@ impl LoggedFile {
         self.log.sync_data()
     }
 
-    /// Makes every write so far durable in the forum file and empties the log.
+    /// Makes every write so far durable in the forum file and empties the log. The
+    /// log is synced first, with the pending writes in it: a crash during the
+    /// checkpoint replays every record over whatever part of it reached the file.
     fn checkpoint(&self, state: &mut State) -> io::Result<()> {
+        if state.pending.len() > HEAD_LEN {
+            self.append(state)?;
+        }
+        self.log.sync_data()?;
+        if state.file_len > state.low_water {
+            self.main.set_len(state.low_water)?;
+        }
         let mut numbers: Vec<u64> = state.pages.keys().copied().collect();
         numbers.sort_unstable();
         // Runs of consecutive pages go out in one write each.
@@ -303,7 +392,12 @@ impl LoggedFile {
         }
         self.main.sync_data()?;
         state.pages.clear();
-        self.reset(state)
+        state.file_len = state.len;
+        state.low_water = state.len;
+        self.reset(state)?;
+        let mut synced = self.lock_synced();
+        synced.durable = synced.durable.max(state.commits);
+        Ok(())
     }
 
     /// Copies `data` into the overlay at `offset`.
@@ -331,9 +425,11 @@ impl LoggedFile {
         Ok(())
     }
 
-    /// Reads `out` at `offset`: overlay pages first, the file for the others.
+    /// Reads `out` at `offset`: overlay pages first, then the file below the low
+    /// water mark, zeros above it.
     fn read_file(&self, offset: u64, out: &mut [u8], state: &State) -> io::Result<()> {
         let end = offset + out.len() as u64;
+        let on_disk = state.file_len.min(state.low_water);
         let mut at = offset;
         while at < end {
             let n = at / PAGE;
@@ -344,19 +440,21 @@ impl LoggedFile {
                     let from = (at - n * PAGE) as usize;
                     dst.copy_from_slice(&page[from..from + dst.len()]);
                 }
-                None => self.main.read(at, dst)?,
+                None => {
+                    let from_file = on_disk.clamp(at, page_end) - at;
+                    self.main.read(at, &mut dst[..from_file as usize])?;
+                    dst[from_file as usize..].fill(0);
+                }
             }
             at = page_end;
         }
         Ok(())
     }
 
+    /// Writes the pending entries to the log as the next record, without syncing.
     fn append(&self, state: &mut State) -> io::Result<()> {
         let body_len = (state.pending.len() - HEAD_LEN) as u64;
         let record_len = HEAD_LEN as u64 + body_len;
-        if state.end + record_len > LOG_LIMIT {
-            return self.checkpoint(state);
-        }
         let head = &mut state.pending[..HEAD_LEN];
         head[0..4].copy_from_slice(&RECORD_MAGIC.to_le_bytes());
         head[8..16].copy_from_slice(&state.salt.to_le_bytes());
@@ -371,7 +469,6 @@ impl LoggedFile {
             state.allocated = target;
         }
         self.log.write_all_at(&state.pending, state.end)?;
-        self.log.sync_data()?;
         state.end += record_len;
         state.seq += 1;
         state.pending.truncate(HEAD_LEN);
@@ -387,8 +484,58 @@ impl LoggedFile {
         let outcome = op(&mut state);
         if outcome.is_err() {
             state.broken = true;
+            self.lock_synced().failed = true;
+            self.sync_done.notify_all();
         }
         outcome
+    }
+}
+
+/// A [`LoggedFile`] that redb owns while the store keeps a handle, for
+/// [`LoggedFile::wait_durable`].
+#[derive(Debug, Clone)]
+pub(super) struct Shared(pub(super) Arc<LoggedFile>);
+
+impl StorageBackend for Shared {
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        self.0.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.0.write(offset, data)
+    }
+    fn close(&self) -> io::Result<()> {
+        self.0.close()
+    }
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.0.try_lock_range(start, end)
+    }
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.0.try_lock_shared_range(start, end)
+    }
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.lock_range(start, end)
+    }
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.lock_shared_range(start, end)
+    }
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.0.unlock_range(start, end)
+    }
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.0.query_lock_range(start, end)
     }
 }
 
@@ -416,8 +563,8 @@ impl StorageBackend for LoggedFile {
                 if let Some(page) = state.pages.get_mut(&(len / PAGE)) {
                     page[(len % PAGE) as usize..].fill(0);
                 }
+                state.low_water = state.low_water.min(len);
             }
-            self.main.set_len(len)?;
             state.len = len;
             state.pending.push(SET_LEN);
             state.pending.extend_from_slice(&len.to_le_bytes());
@@ -427,10 +574,14 @@ impl StorageBackend for LoggedFile {
 
     fn sync_data(&self) -> io::Result<()> {
         self.guarded(|state| {
-            if state.pending.len() == HEAD_LEN {
-                return Ok(());
+            if state.pending.len() > HEAD_LEN {
+                self.append(state)?;
             }
-            self.append(state)
+            state.commits += 1;
+            if state.end > LOG_LIMIT || state.pages.len() > OVERLAY_LIMIT {
+                self.checkpoint(state)?;
+            }
+            Ok(())
         })
     }
 
@@ -503,6 +654,12 @@ mod tests {
         (path.clone(), LoggedFile::new(main, log).unwrap())
     }
 
+    /// A commit as the store makes it: redb's sync, then the wait for the disk.
+    fn commit(b: &LoggedFile) {
+        b.sync_data().unwrap();
+        b.wait_durable(b.commits()).unwrap();
+    }
+
     fn read(b: &LoggedFile, offset: u64, n: usize) -> Vec<u8> {
         let mut out = vec![0u8; n];
         b.read(offset, &mut out).unwrap();
@@ -522,14 +679,14 @@ mod tests {
         b.set_len(4 * PAGE).unwrap();
         b.write(0, &[1; 320]).unwrap();
         b.write(PAGE, &[2; PAGE as usize]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         b.write(2 * PAGE + 100, &[3; 50]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         b.write(3 * PAGE, &[9; 10]).unwrap(); // never synced
         assert_eq!(read(&b, 2 * PAGE + 90, 20)[10..], [3; 10]);
         crash(b);
-        // Nothing reached the forum file but its length.
-        assert_eq!(std::fs::read(&path).unwrap(), vec![0; 4 * PAGE as usize]);
+        // Nothing reached the forum file, not even its length.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
 
         let (_, b) = open_pair(dir.path());
         assert_eq!(b.len().unwrap(), 4 * PAGE);
@@ -550,11 +707,11 @@ mod tests {
         let (path, b) = open_pair(dir.path());
         b.set_len(2 * PAGE).unwrap();
         b.write(0, &[1; 8]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         b.write(8, &[2; 8]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         b.write(16, &[3; 8]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         crash(b);
         // Tear the last record: one flipped byte in its body.
         let log = log_path(&path);
@@ -576,7 +733,7 @@ mod tests {
         let (path, b) = open_pair(dir.path());
         b.set_len(PAGE).unwrap();
         b.write(0, &[5; 16]).unwrap();
-        b.sync_data().unwrap();
+        commit(&b);
         b.close().unwrap(); // checkpoint: the file has it, the log starts over
         assert_eq!(&std::fs::read(&path).unwrap()[..16], &[5; 16]);
         // Overwrite the file behind the log's back: an old record replayed would
@@ -609,7 +766,7 @@ mod tests {
             read(&b, 2 * PAGE, 12),
             [[6u8; 10].as_slice(), &[0; 2]].concat()
         );
-        b.sync_data().unwrap();
+        commit(&b);
         b.close().unwrap();
         drop(b);
         let (path, b) = open_pair(dir.path());
@@ -638,12 +795,55 @@ mod tests {
         }
         assert!(b.lock().pages.len() < OVERLAY_LIMIT);
         // The checkpointed pages are in the file; the rest come with the next sync.
-        b.sync_data().unwrap();
+        commit(&b);
         crash(b);
         let (_, b) = open_pair(dir.path());
         for n in [0, pages / 2, pages - 1] {
             assert_eq!(read(&b, n * PAGE, 4), vec![(n % 251) as u8; 4], "page {n}");
         }
         assert_eq!(std::fs::metadata(&path).unwrap().len(), pages * PAGE);
+    }
+
+    #[test]
+    fn a_cut_and_regrown_file_reads_zeros_where_it_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, b) = open_pair(dir.path());
+        b.set_len(3 * PAGE).unwrap();
+        b.write(0, &[8; 3 * PAGE as usize]).unwrap();
+        commit(&b);
+        b.close().unwrap();
+        drop(b);
+        // The three pages are in the file now; cut to one and grow back.
+        let (_, b) = open_pair(dir.path());
+        b.set_len(PAGE + 1).unwrap();
+        b.set_len(3 * PAGE).unwrap();
+        let expect = [vec![8u8; PAGE as usize + 1], vec![0; 2 * PAGE as usize - 1]].concat();
+        assert_eq!(read(&b, 0, 3 * PAGE as usize), expect);
+        commit(&b);
+        crash(b);
+        let (path, b) = open_pair(dir.path());
+        assert_eq!(read(&b, 0, 3 * PAGE as usize), expect, "after replay");
+        b.close().unwrap();
+        drop(b);
+        assert_eq!(std::fs::read(&path).unwrap(), expect, "after a checkpoint");
+    }
+
+    #[test]
+    fn commits_are_counted_and_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, b) = open_pair(dir.path());
+        assert_eq!(b.commits(), 0);
+        b.wait_durable(0).unwrap();
+        b.set_len(PAGE).unwrap();
+        b.write(0, &[1; 8]).unwrap();
+        b.sync_data().unwrap();
+        b.sync_data().unwrap(); // nothing new: still a commit boundary
+        assert_eq!(b.commits(), 2);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| b.wait_durable(2).unwrap());
+            }
+        });
+        assert!(b.lock_synced().durable >= 2);
     }
 }
