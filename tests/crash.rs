@@ -1,4 +1,5 @@
-//! Crash safety: a child process posts in a loop on a file forum and is killed with
+//! Crash safety: a child process posts in a loop on a file forum (one writer, or
+//! four sharing batches) and is killed with
 //! SIGKILL at random moments; after each kill the file reopens, passes redb's
 //! integrity check and holds every post whose call had returned success.
 
@@ -22,17 +23,32 @@ fn crash_child_writer() {
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
     let forum = Forum::open(&db, config).unwrap();
-    let mut out = std::io::stdout().lock();
+    let writers: usize = std::env::var("PARLEY_CRASH_WRITERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(1);
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let (forum, token) = (&forum, &token);
+            s.spawn(move || write_until_killed(forum, token, w));
+        }
+    });
+}
+
+/// One writer of the child: its own thread of notes, a new question every 50 posts.
+fn write_until_killed(forum: &Forum, token: &str, writer: usize) {
     let mut thread: Option<String> = None;
     for i in 0u64.. {
         let args = match &thread {
-            Some(t) if i % 50 != 0 => {
-                json!({"kind": "note", "thread": t, "from": {"extension": "w"}, "body": format!("note {i}")})
-            }
-            _ => json!({"kind": "ask", "body": format!("question {i}")}),
+            Some(t) if i % 50 != 0 => json!({
+                "kind": "note", "thread": t, "from": {"extension": format!("w{writer}")},
+                "body": format!("note {i} of {writer}")
+            }),
+            _ => json!({"kind": "ask", "body": format!("question {i} of {writer}")}),
         };
-        let result = forum.call(Some(&token), "post", &args).unwrap();
+        let result = forum.call(Some(token), "post", &args).unwrap();
         thread = Some(result["thread"]["id"].as_str().unwrap().to_string());
+        let mut out = std::io::stdout().lock();
         writeln!(
             out,
             "{} {}",
@@ -91,7 +107,18 @@ fn verify(db: &Path, token: &str, acked: &[(String, String)]) -> u64 {
 
 #[test]
 fn killed_writers_lose_no_acknowledged_post() {
-    let dir = std::env::temp_dir().join(format!("parley-crash-{}", std::process::id()));
+    kill_rounds(1, "one");
+}
+
+/// Concurrent writers share batches: a batch applies while the one before it is
+/// still syncing, and a kill lands on that overlap too.
+#[test]
+fn killed_concurrent_writers_lose_no_acknowledged_post() {
+    kill_rounds(4, "four");
+}
+
+fn kill_rounds(writers: usize, name: &str) {
+    let dir = std::env::temp_dir().join(format!("parley-crash-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("forum.redb");
     let token = {
@@ -117,11 +144,12 @@ fn killed_writers_lose_no_acknowledged_post() {
             ])
             .env(CHILD_ENV, &db)
             .env("PARLEY_CRASH_TOKEN", &token)
+            .env("PARLEY_CRASH_WRITERS", writers.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let kill_after = 1 + pseudo_random(&mut seed) % 40;
+        let kill_after = 1 + pseudo_random(&mut seed) % (40 * writers as u64);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut seen = 0;
         while let Some(Ok(line)) = lines.next() {

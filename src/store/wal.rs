@@ -602,10 +602,13 @@ impl StorageBackend for LoggedFile {
     }
 
     fn close(&self) -> io::Result<()> {
-        // A clean close leaves the forum file complete on its own.
+        // A clean close leaves the forum file complete on its own. redb never
+        // touches the backend after this, so the log's lock goes now, not whenever
+        // the last handle to this value is dropped.
         let synced = self.guarded(|state| self.checkpoint(state));
+        let unlocked = self.log.unlock();
         let closed = self.main.close();
-        synced.and(closed)
+        synced.and(unlocked).and(closed)
     }
 
     fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
