@@ -1,22 +1,26 @@
 //! Group commit: concurrent posts are coalesced into one write transaction, so one
 //! fsync serves many posts, while each post keeps its own outcome.
 //!
-//! The first caller to find no batch running becomes the leader. It opens one
+//! A caller that finds posts waiting and no leader becomes the leader. It opens one
 //! transaction and applies pending posts in order as they arrive; while other
 //! writers were active in the last batch it keeps the transaction open a little
 //! (at most half the last batch's duration, at most `MAX_GATHER`) for them to queue
-//! again, applying each as it comes, then commits once. Leadership passes on as
-//! soon as the commit returns: the next batch applies while this one reaches the
-//! disk, and this one's posts learn their outcomes once it is there. Guarantees:
+//! again, applying each as it comes, then commits once and hands each caller its
+//! outcome with the commit's durability ticket. Each caller then waits for the disk
+//! on its own thread (one log sync serves every commit written before it), while
+//! the next leader already applies the next batch. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
 //! - a storage failure while applying, or a failed commit or sync, fails every post
 //!   of the batch (refusals stay refusals), and nothing of the batch is stored;
 //! - no call returns success before its batch is durable (when the forum is);
 //! - ids follow the order in which posts are applied, batch after batch.
+//!
+//! Every caller sleeps on its own condition variable, so a batch wakes its own
+//! callers and at most one next leader, not every waiting writer.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -34,22 +38,26 @@ pub(crate) trait Batch {
     type Out;
     /// The open transaction.
     type Tx;
+    /// A commit still on its way to disk.
+    type Pending;
     /// Opens the batch's transaction.
     fn begin(&self) -> Result<Self::Tx>;
     /// Applies one job: `Ok` with its outcome (a refusal included), or `Err` when
     /// the transaction can no longer be trusted and the whole batch must go.
     fn apply(&self, tx: &mut Self::Tx, job: Self::Job) -> Result<Result<Self::Out>, Error>;
-    /// A commit still on its way to disk.
-    type Pending;
     /// Commits the transaction; the next batch may begin once this returns.
     fn commit(&self, tx: Self::Tx) -> Result<Self::Pending>;
-    /// Returns once the commit is durable.
-    fn settle(&self, pending: Self::Pending) -> Result<()>;
+    /// Returns once the commit is durable; called by each caller of the batch.
+    fn settle(&self, pending: &Self::Pending) -> Result<()>;
 }
 
-struct Shared<J, O> {
-    pending: Vec<(u64, J)>,
-    done: HashMap<u64, Result<O>>,
+/// A caller's outcome, with the durability ticket of its batch's commit.
+type Done<O, P> = (Result<O>, Option<Arc<P>>);
+
+struct Shared<J, O, P> {
+    /// Jobs waiting for a leader, with the condition variable their caller sleeps on.
+    pending: Vec<(u64, J, Arc<Condvar>)>,
+    done: HashMap<u64, Done<O, P>>,
     leader: bool,
     next_ticket: u64,
     /// Size and duration of the last batch: when several writers were active, the
@@ -59,15 +67,13 @@ struct Shared<J, O> {
 }
 
 /// A queue of posts and the leader protocol that drains it.
-pub(crate) struct Group<J, O> {
-    shared: Mutex<Shared<J, O>>,
-    /// Signalled when outcomes are ready.
-    wake: Condvar,
+pub(crate) struct Group<J, O, P> {
+    shared: Mutex<Shared<J, O, P>>,
     /// Signalled when a job arrives, for a leader gathering its batch.
     arrival: Condvar,
 }
 
-impl<J, O> Default for Group<J, O> {
+impl<J, O, P> Default for Group<J, O, P> {
     fn default() -> Self {
         Group {
             shared: Mutex::new(Shared {
@@ -78,7 +84,6 @@ impl<J, O> Default for Group<J, O> {
                 last_batch: 0,
                 last_cost: Duration::ZERO,
             }),
-            wake: Condvar::new(),
             arrival: Condvar::new(),
         }
     }
@@ -88,32 +93,52 @@ fn failed<O>(why: &str) -> Result<O> {
     Err(Error::Storage(why.to_string()))
 }
 
-impl<J, O> Group<J, O> {
-    fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
+/// The jobs a leader took: ticket and the caller's condition variable.
+type Taken = Vec<(u64, Arc<Condvar>)>;
+
+impl<J, O, P> Group<J, O, P> {
+    fn lock(&self) -> MutexGuard<'_, Shared<J, O, P>> {
         // A panicking leader is caught below; the data stays consistent.
         self.shared
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Submits `job` and waits for its outcome.
-    pub(crate) fn submit<B: Batch<Job = J, Out = O>>(&self, job: J, batch: &B) -> Result<O> {
+    /// Submits `job` and waits for its outcome, durable when the forum is.
+    pub(crate) fn submit<B>(&self, job: J, batch: &B) -> Result<O>
+    where
+        B: Batch<Job = J, Out = O, Pending = P>,
+    {
+        let (outcome, pending) = self.outcome(job, batch);
+        match (outcome, pending) {
+            (Ok(out), Some(pending)) => match batch.settle(&pending) {
+                Ok(()) => Ok(out),
+                Err(e) => failed(&format!("the commit did not reach the disk: {e}")),
+            },
+            (outcome, _) => outcome,
+        }
+    }
+
+    /// Queues `job`, leads batches while jobs wait and nobody leads, and returns
+    /// the job's outcome once its batch committed.
+    fn outcome<B>(&self, job: J, batch: &B) -> Done<O, P>
+    where
+        B: Batch<Job = J, Out = O, Pending = P>,
+    {
+        let me = Arc::new(Condvar::new());
         let mut shared = self.lock();
         let ticket = shared.next_ticket;
         shared.next_ticket += 1;
-        shared.pending.push((ticket, job));
+        shared.pending.push((ticket, job, Arc::clone(&me)));
         self.arrival.notify_one();
         loop {
-            if let Some(outcome) = shared.done.remove(&ticket) {
-                return outcome;
+            if let Some(done) = shared.done.remove(&ticket) {
+                return done;
             }
-            // A writer whose post is in a batch already waits for its outcome; it
+            // A caller whose post is in a batch already waits for its outcome; it
             // leads only while posts wait for a leader.
             if shared.leader || shared.pending.is_empty() {
-                shared = self
-                    .wake
-                    .wait(shared)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                shared = me.wait(shared).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
             shared.leader = true;
@@ -126,65 +151,57 @@ impl<J, O> Group<J, O> {
             drop(shared);
 
             let started = Instant::now();
-            let mut tickets = Vec::new();
+            let mut taken = Taken::new();
             let result = catch_unwind(AssertUnwindSafe(|| {
-                self.lead(batch, &mut tickets, target, started + window)
+                self.lead(batch, &mut taken, target, started + window)
             }));
             shared = self.lock();
             shared.leader = false;
-            shared.last_batch = tickets.len();
+            shared.last_batch = taken.len();
             shared.last_cost = started.elapsed();
-            let (outcomes, pending) = match result {
-                Ok(led) => led,
-                Err(payload) => {
-                    for t in tickets {
-                        shared
-                            .done
-                            .insert(t, failed("the engine panicked; the batch was not stored"));
+            let panic = match result {
+                Ok((outcomes, pending)) => {
+                    let pending = pending.map(Arc::new);
+                    for ((t, _), outcome) in taken.iter().zip(outcomes) {
+                        shared.done.insert(*t, (outcome, pending.clone()));
                     }
-                    self.wake.notify_all();
-                    drop(shared);
-                    resume_unwind(payload);
+                    None
+                }
+                Err(payload) => {
+                    for (t, _) in &taken {
+                        let why = "the engine panicked; the batch was not stored";
+                        shared.done.insert(*t, (failed(why), None));
+                    }
+                    Some(payload)
                 }
             };
-            // The next batch may begin while this one reaches the disk; its posts
-            // learn their outcomes only once it is there.
-            self.wake.notify_all();
-            drop(shared);
-            let settled = match pending {
-                Some(pending) => catch_unwind(AssertUnwindSafe(|| batch.settle(pending)))
-                    .unwrap_or_else(|_| failed("the engine panicked while syncing")),
-                None => Ok(()),
-            };
-            let outcomes = match settled {
-                Ok(()) => outcomes,
-                Err(e) => {
-                    let why = format!("the commit did not reach the disk: {e}");
-                    outcomes
-                        .into_iter()
-                        .map(|o| match o {
-                            Ok(_) => failed(&why),
-                            refused => refused,
-                        })
-                        .collect()
-                }
-            };
-            shared = self.lock();
-            shared.done.extend(tickets.into_iter().zip(outcomes));
-            self.wake.notify_all();
+            for (_, caller) in &taken {
+                caller.notify_one();
+            }
+            // The next leader: the first caller still waiting for one.
+            if let Some((_, _, next)) = shared.pending.first() {
+                next.notify_one();
+            }
+            if let Some(payload) = panic {
+                drop(shared);
+                resume_unwind(payload);
+            }
         }
     }
 
     /// The leader's batch: takes posts as they arrive until `target` were taken or
     /// `deadline` passed with none waiting, applies each, commits once. Returns one
-    /// outcome per ticket pushed to `tickets`, in order.
-    fn lead<B: Batch<Job = J, Out = O>>(
+    /// outcome per job pushed to `taken`, in order, and the commit's ticket.
+    fn lead<B>(
         &self,
         batch: &B,
-        tickets: &mut Vec<u64>,
+        taken: &mut Taken,
         target: usize,
         deadline: Instant,
-    ) -> (Vec<Result<O>>, Option<B::Pending>) {
+    ) -> (Vec<Result<O>>, Option<P>)
+    where
+        B: Batch<Job = J, Out = O, Pending = P>,
+    {
         let mut outcomes: Vec<Result<O>> = Vec::new();
         let mut tx: Option<B::Tx> = None;
         loop {
@@ -192,11 +209,11 @@ impl<J, O> Group<J, O> {
                 let mut shared = self.lock();
                 loop {
                     if !shared.pending.is_empty() {
-                        let take = shared.pending.len().min(MAX_BATCH - tickets.len());
+                        let take = shared.pending.len().min(MAX_BATCH - taken.len());
                         break shared.pending.drain(..take).collect::<Vec<_>>();
                     }
                     let now = Instant::now();
-                    if tickets.len() >= target || now >= deadline {
+                    if taken.len() >= target || now >= deadline {
                         break Vec::new();
                     }
                     shared = match self.arrival.wait_timeout(shared, deadline - now) {
@@ -212,25 +229,25 @@ impl<J, O> Group<J, O> {
                 match batch.begin() {
                     Ok(opened) => tx = Some(opened),
                     Err(e) => {
-                        tickets.extend(jobs.iter().map(|(t, _)| *t));
-                        let failures = tickets.iter().map(|_| failed(&e.to_string()));
+                        taken.extend(jobs.into_iter().map(|(t, _, c)| (t, c)));
+                        let failures = taken.iter().map(|_| failed(&e.to_string()));
                         return (failures.collect(), None);
                     }
                 }
             }
-            for (ticket, job) in jobs {
-                tickets.push(ticket);
+            for (ticket, job, caller) in jobs {
+                taken.push((ticket, caller));
                 let Some(open) = tx.as_mut() else { break };
                 match batch.apply(open, job) {
                     Ok(outcome) => outcomes.push(outcome),
                     Err(e) => {
                         // Part of this post may be written: the whole batch goes.
                         let why = format!("the batch was rolled back: {e}");
-                        return (tickets.iter().map(|_| failed(&why)).collect(), None);
+                        return (taken.iter().map(|_| failed(&why)).collect(), None);
                     }
                 }
             }
-            if tickets.len() >= MAX_BATCH {
+            if taken.len() >= MAX_BATCH {
                 break;
             }
         }
@@ -306,7 +323,7 @@ mod tests {
             self.committed.lock().unwrap().extend(&tx);
             Ok(tx)
         }
-        fn settle(&self, jobs: Vec<u64>) -> Result<()> {
+        fn settle(&self, jobs: &Vec<u64>) -> Result<()> {
             std::thread::sleep(self.settle_time);
             if self.fail_settle {
                 return Err(Error::Storage("fsync failed".into()));
@@ -318,7 +335,7 @@ mod tests {
 
     #[test]
     fn concurrent_jobs_share_batches_and_keep_their_outcomes() {
-        let group: Arc<Group<u64, Value>> = Arc::default();
+        let group: Arc<Group<u64, Value, Vec<u64>>> = Arc::default();
         let log = Arc::new(Log::default());
         let handles: Vec<_> = (0..16u64)
             .map(|i| {
@@ -341,7 +358,7 @@ mod tests {
 
     #[test]
     fn refusals_stay_refusals_and_failures_fail_the_batch() {
-        let group: Group<u64, Value> = Group::default();
+        let group: Group<u64, Value, Vec<u64>> = Group::default();
         let log = Log::default();
         let refused = group.submit(13, &log).unwrap_err();
         assert_eq!(refused.refusal().unwrap().reason, crate::Reason::SelfReply);
@@ -365,7 +382,7 @@ mod tests {
 
     #[test]
     fn a_panicking_batch_fails_its_jobs_and_frees_the_group() {
-        let group: Group<u64, Value> = Group::default();
+        let group: Group<u64, Value, Vec<u64>> = Group::default();
         let log = Log::default();
         let caught = catch_unwind(AssertUnwindSafe(|| group.submit(666, &log)));
         assert!(caught.is_err());
@@ -374,7 +391,7 @@ mod tests {
 
     #[test]
     fn a_failed_sync_fails_the_batch_but_not_its_refusals() {
-        let group: Group<u64, Value> = Group::default();
+        let group: Group<u64, Value, Vec<u64>> = Group::default();
         let log = Log {
             fail_settle: true,
             ..Log::default()
@@ -386,7 +403,7 @@ mod tests {
 
     #[test]
     fn the_next_batch_commits_while_one_settles_and_nobody_hears_early() {
-        let group: Arc<Group<u64, Value>> = Arc::default();
+        let group: Arc<Group<u64, Value, Vec<u64>>> = Arc::default();
         let log = Arc::new(Log {
             settle_time: Duration::from_millis(150),
             ..Log::default()

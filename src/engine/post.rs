@@ -57,7 +57,7 @@ impl<'f> Batch for Poster<'f> {
         tx.commit_deferred()
     }
 
-    fn settle(&self, pending: Durable) -> Result<()> {
+    fn settle(&self, pending: &Durable) -> Result<()> {
         pending.wait()
     }
 }

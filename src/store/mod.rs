@@ -103,7 +103,7 @@ pub trait WriteTx: ReadTx {
 
 /// A commit on its way to disk.
 #[must_use = "a commit is only durable once `wait` returned Ok"]
-pub struct Durable(Option<Box<dyn FnOnce() -> Result<()> + Send>>);
+pub struct Durable(Option<Box<dyn Fn() -> Result<()> + Send + Sync>>);
 
 impl Durable {
     /// A commit with nothing left to wait for.
@@ -112,13 +112,13 @@ impl Durable {
     }
 
     /// A commit that is durable once `wait` returns `Ok`.
-    pub fn when(wait: impl FnOnce() -> Result<()> + Send + 'static) -> Self {
+    pub fn when(wait: impl Fn() -> Result<()> + Send + Sync + 'static) -> Self {
         Durable(Some(Box::new(wait)))
     }
 
     /// Returns once the commit is durable, or why it never will be.
-    pub fn wait(self) -> Result<()> {
-        self.0.map_or(Ok(()), |wait| wait())
+    pub fn wait(&self) -> Result<()> {
+        self.0.as_ref().map_or(Ok(()), |wait| wait())
     }
 }
 
