@@ -278,8 +278,8 @@ struct State {
 struct Synced {
     /// Commits known to be on disk.
     durable: u64,
-    /// A thread is syncing the log.
-    syncing: bool,
+    /// The most commits a running sync will make durable.
+    covering: u64,
     /// A write or sync failed: nothing more becomes durable.
     failed: bool,
 }
@@ -343,23 +343,27 @@ impl LoggedFile {
             if synced.failed {
                 return Err(broken());
             }
-            if synced.syncing {
+            if synced.covering >= commits {
+                // A sync already running covers this commit.
                 synced = self
                     .sync_done
                     .wait(synced)
                     .unwrap_or_else(|p| p.into_inner());
                 continue;
             }
-            synced.syncing = true;
+            // Start a sync now rather than queue behind one that started before this
+            // commit's record was written: the disk takes both at once.
             drop(synced);
             // Every record counted here was written before this sync starts.
             let target = self.lock().commits;
+            synced = self.lock_synced();
+            synced.covering = synced.covering.max(target);
+            drop(synced);
             let outcome = self.log.sync_data();
             if outcome.is_err() {
                 self.lock().broken = true;
             }
             synced = self.lock_synced();
-            synced.syncing = false;
             match outcome {
                 Ok(()) => synced.durable = synced.durable.max(target),
                 Err(_) => synced.failed = true,
