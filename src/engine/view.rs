@@ -44,7 +44,10 @@ pub(crate) fn message_owned(m: MessageRec) -> Map<String, Value> {
 /// from sorted entries at once costs a fraction of inserting them one by one, and
 /// reading a thread builds a thousand of them.
 pub(crate) fn message_entries(m: MessageRec, replies: Option<Vec<Value>>) -> Vec<(String, Value)> {
-    let mut out: Vec<(String, Value)> = Vec::with_capacity(20);
+    // 16 entries fit most messages and stay under 1 KiB: glibc serves larger
+    // requests from its large bins, and each one first consolidates every small
+    // free chunk — once per message here, the dominant cost of reading a thread.
+    let mut out: Vec<(String, Value)> = Vec::with_capacity(16);
     let mut put = |k: &str, v: Value| out.push((k.to_string(), v));
     put(
         "author_kind",

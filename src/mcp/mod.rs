@@ -104,33 +104,44 @@ impl ToolResult {
     /// The whole JSON-RPC response.
     fn response(self, id: &Value, era: Era) -> String {
         let text = self.text.as_deref().unwrap_or(&self.structured);
-        // Serializing a string cannot fail; the fallback keeps the response valid JSON.
-        let escaped = serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""));
-        let mut out = String::with_capacity(escaped.len() + self.structured.len() + 256);
-        out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-        out.push_str(&id.to_string());
-        out.push_str(r#","result":{"content":[{"type":"text","text":"#);
-        out.push_str(&escaped);
-        out.push_str(r#"}],"structuredContent":"#);
-        out.push_str(&self.structured);
-        out.push_str(r#","isError":"#);
-        out.push_str(if self.is_error { "true" } else { "false" });
+        let mut out = Vec::with_capacity(2 * text.len() + self.structured.len() + 256);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        out.extend_from_slice(id.to_string().as_bytes());
+        out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+        // The text, escaped straight into the response: writing a string into a
+        // byte buffer cannot fail, and the fallback keeps the response valid JSON.
+        if serde_json::to_writer(&mut out, text).is_err() {
+            out.extend_from_slice(b"\"\"");
+        }
+        out.extend_from_slice(br#"}],"structuredContent":"#);
+        out.extend_from_slice(self.structured.as_bytes());
+        out.extend_from_slice(br#","isError":"#);
+        out.extend_from_slice(if self.is_error { b"true" } else { b"false" });
         if era == Era::Modern {
-            // What `shaped` adds for 2026-07-28 (calls carry no cache hints).
-            for (key, value) in shaped(Era::Modern, Map::new(), false)
-                .as_object()
-                .into_iter()
-                .flatten()
-            {
-                out.push(',');
-                out.push_str(&Value::from(key.as_str()).to_string());
-                out.push(':');
-                out.push_str(&value.to_string());
+            out.extend_from_slice(modern_fields().as_bytes());
+        }
+        out.extend_from_slice(b"}}");
+        // Only JSON text and valid UTF-8 strings went in.
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// What `shaped` adds to a 2026-07-28 `tools/call` result (calls carry no cache
+/// hints), as `,"key":value` text: the same for every call, so made once.
+fn modern_fields() -> &'static str {
+    static FIELDS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let mut fields = String::new();
+        if let Value::Object(map) = shaped(Era::Modern, Map::new(), false) {
+            for (key, value) in map {
+                fields.push(',');
+                fields.push_str(&Value::from(key).to_string());
+                fields.push(':');
+                fields.push_str(&value.to_string());
             }
         }
-        out.push_str("}}");
-        out
-    }
+        fields
+    })
 }
 
 /// Adds what the request's era requires to a result: for 2026-07-28, `resultType`,
