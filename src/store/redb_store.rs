@@ -67,6 +67,10 @@ impl RedbStore {
                         supported: SCHEMA_VERSION,
                     });
                 }
+                Some(1) => {
+                    migrate_v1(&txn)?;
+                    meta.insert("schema_version", SCHEMA_VERSION)?;
+                }
                 Some(_) => {}
                 None => {
                     drop(meta);
@@ -89,7 +93,6 @@ impl RedbStore {
         // Every table exists from the start, so reads never meet a missing one.
         txn.open_table(TOKENS)?;
         txn.open_table(IDENTITIES)?;
-        txn.open_table(THREADS)?;
         txn.open_table(MESSAGES)?;
         txn.open_table(CLAIMS)?;
         txn.open_table(EVENTS)?;
@@ -141,6 +144,20 @@ fn open_file(
         redb::DatabaseError::Storage(redb::StorageError::Io(io)) => cannot_open(path, io),
         other => cannot_open(path, other),
     })
+}
+
+/// Moves version 1's thread records into [`MESSAGES`], after each thread's messages.
+fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
+    {
+        let old = txn.open_table(THREADS_V1)?;
+        let mut messages = txn.open_table(MESSAGES)?;
+        for entry in old.iter()? {
+            let (id, record) = entry?;
+            messages.insert((id.value(), THREAD_RECORD), record.value())?;
+        }
+    }
+    txn.delete_table(THREADS_V1)?;
+    Ok(())
 }
 
 /// Runs redb's integrity check (checksums of every page) on a closed forum file,
@@ -229,7 +246,8 @@ macro_rules! impl_read {
         impl ReadTx for $ty {
             fn last_id(&self, kind: IdKind) -> Result<u64> {
                 let last = match kind {
-                    IdKind::Thread => self.table(THREADS)?.last()?.map(|(k, _)| k.value()),
+                    // Each thread's record is the last key of its range.
+                    IdKind::Thread => self.table(MESSAGES)?.last()?.map(|(k, _)| k.value().0),
                     IdKind::Message => {
                         let (lo, hi) = key::messages();
                         let table = self.table(INDEX)?;
@@ -268,7 +286,7 @@ macro_rules! impl_read {
             }
 
             fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
-                match self.table(THREADS)?.get(id)? {
+                match self.table(MESSAGES)?.get((id, THREAD_RECORD))? {
                     Some(guard) => Ok(Some(codec::decode_thread(guard.value())?)),
                     None => Ok(None),
                 }
@@ -291,7 +309,7 @@ macro_rules! impl_read {
             fn thread_messages(&self, thread: u64) -> Result<Vec<MessageRec>> {
                 let table = self.table(MESSAGES)?;
                 let mut out = Vec::new();
-                for entry in table.range((thread, 0)..=(thread, u64::MAX))? {
+                for entry in table.range((thread, 0)..(thread, THREAD_RECORD))? {
                     out.push(codec::decode(entry?.1.value())?);
                 }
                 Ok(out)
@@ -448,8 +466,10 @@ impl WriteTx for Writer {
                 thread.id,
             )?;
         }
-        self.table(THREADS)?
-            .insert(thread.id, codec::encode_thread(thread).as_slice())?;
+        self.table(MESSAGES)?.insert(
+            (thread.id, THREAD_RECORD),
+            codec::encode_thread(thread).as_slice(),
+        )?;
         Ok(())
     }
 
@@ -551,8 +571,8 @@ mod tests {
 
     #[test]
     fn newer_schema_is_refused() {
-        let dir = std::env::temp_dir().join(format!("parley-schema-{}", std::process::id()));
-        let _ = std::fs::remove_file(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("forum.redb");
         {
             let db = Database::create(&dir).unwrap();
             let w = db.begin_write().unwrap();
@@ -564,13 +584,12 @@ mod tests {
         }
         let err = RedbStore::open(&dir, Durability::Durable).err().unwrap();
         assert!(matches!(err, Error::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 1));
-        std::fs::remove_file(&dir).unwrap();
     }
 
     #[test]
     fn foreign_redb_file_is_refused() {
-        let dir = std::env::temp_dir().join(format!("parley-foreign-{}", std::process::id()));
-        let _ = std::fs::remove_file(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("forum.redb");
         {
             let db = Database::create(&dir).unwrap();
             let w = db.begin_write().unwrap();
@@ -582,6 +601,90 @@ mod tests {
             RedbStore::open(&dir, Durability::Durable),
             Err(Error::NotAForum(_))
         ));
-        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_version_1_file_is_migrated_on_open() {
+        use crate::{Config, Forum, Right, TokenSpec};
+        use serde_json::json;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("forum.redb");
+        let (token, thread) = {
+            let forum = Forum::open(&path, Config::default()).unwrap();
+            let token = forum
+                .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
+                .unwrap();
+            let asked = forum
+                .call(Some(&token), "post", &json!({"kind": "ask", "body": "q?"}))
+                .unwrap();
+            let thread = asked["thread"]["id"].as_str().unwrap().to_string();
+            let other = forum
+                .create_token(&TokenSpec::llm("b", &[Right::Read, Right::Write]))
+                .unwrap();
+            forum
+                .call(
+                    Some(&other),
+                    "post",
+                    &json!({"kind": "note", "thread": thread, "body": "n"}),
+                )
+                .unwrap();
+            (token, thread)
+        };
+        // Rewrite the file as version 1 had it: thread records in their own table.
+        {
+            let db = Database::open(&path).unwrap();
+            let w = db.begin_write().unwrap();
+            {
+                let mut messages = w.open_table(MESSAGES).unwrap();
+                let mut threads = w.open_table(THREADS_V1).unwrap();
+                let records: Vec<(u64, Vec<u8>)> = messages
+                    .iter()
+                    .unwrap()
+                    .map(|e| e.unwrap())
+                    .filter(|(k, _)| k.value().1 == THREAD_RECORD)
+                    .map(|(k, v)| (k.value().0, v.value().to_vec()))
+                    .collect();
+                assert_eq!(records.len(), 1);
+                for (id, record) in records {
+                    messages.remove((id, THREAD_RECORD)).unwrap();
+                    threads.insert(id, record.as_slice()).unwrap();
+                }
+                w.open_table(META)
+                    .unwrap()
+                    .insert("schema_version", 1)
+                    .unwrap();
+            }
+            w.commit().unwrap();
+        }
+        let forum = Forum::open(&path, Config::default()).unwrap();
+        let view = forum
+            .call(Some(&token), "get_thread", &json!({"thread": thread}))
+            .unwrap();
+        assert_eq!(view["thread"]["message_count"], 2);
+        assert_eq!(view["messages"][0]["replies"].as_array().unwrap().len(), 1);
+        let next = forum
+            .call(
+                Some(&token),
+                "post",
+                &json!({"kind": "ask", "body": "again?"}),
+            )
+            .unwrap();
+        assert_eq!(
+            next["thread"]["id"], "th_2",
+            "thread ids go on after the migration"
+        );
+        drop(forum);
+        let db = Database::open(&path).unwrap();
+        let r = db.begin_read().unwrap();
+        assert_eq!(
+            r.open_table(META)
+                .unwrap()
+                .get("schema_version")
+                .unwrap()
+                .unwrap()
+                .value(),
+            SCHEMA_VERSION
+        );
+        assert!(r.open_table(THREADS_V1).is_err(), "the old table is gone");
     }
 }

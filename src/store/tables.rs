@@ -3,7 +3,9 @@
 use redb::TableDefinition;
 
 /// The version of the layout below. A file with a newer one is refused.
-pub(super) const SCHEMA_VERSION: u64 = 1;
+/// Version 2 keeps thread records in [`MESSAGES`]; a version-1 file (a `threads`
+/// table) is migrated on open.
+pub(super) const SCHEMA_VERSION: u64 = 2;
 
 /// `schema_version` and `cursor_key`. Id counters are not stored: the next id of a
 /// kind is one past the last key of its table, which saves a write per post.
@@ -12,10 +14,15 @@ pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("parley
 pub(super) const TOKENS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tokens");
 /// Identity → identity record.
 pub(super) const IDENTITIES: TableDefinition<&str, &[u8]> = TableDefinition::new("identities");
-/// Thread id → thread record.
-pub(super) const THREADS: TableDefinition<u64, &[u8]> = TableDefinition::new("threads");
-/// (thread, message) → message record: a thread's messages are one range.
+/// Version 1's thread id → thread record, moved into [`MESSAGES`] by version 2.
+pub(super) const THREADS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new("threads");
+/// (thread, message) → message record: a thread's messages are one range. After
+/// them, at (thread, [`THREAD_RECORD`]), the thread's own record: a post's message
+/// and its thread's new record land in one leaf of one table, and a commit updates
+/// one table root fewer.
 pub(super) const MESSAGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("messages");
+/// The message-id slot of a thread's record in [`MESSAGES`].
+pub(super) const THREAD_RECORD: u64 = u64::MAX;
 /// Claim id → claim record.
 pub(super) const CLAIMS: TableDefinition<u64, &[u8]> = TableDefinition::new("claims");
 /// Event id → event record.
