@@ -5,18 +5,19 @@
 //! transaction and applies pending posts in order as they arrive; while other
 //! writers were active in the last batch it keeps the transaction open a little
 //! (at most half the last batch's duration, at most `MAX_GATHER`) for them to queue
-//! again, applying each as it comes, then commits once and hands each caller its
-//! outcome with the commit's durability ticket. Each caller then waits for the disk
-//! on its own thread (one log sync serves every commit written before it), while
-//! the next leader already applies the next batch. Guarantees:
+//! again, applying each as it comes, then commits once. It then hands leadership
+//! on, waits for its commit to reach the disk (one log sync serves every commit
+//! written before it) while the next leader already applies the next batch, and
+//! wakes each of its callers with its outcome. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
 //! - a storage failure while applying, or a failed commit or sync, fails every post
 //!   of the batch (refusals stay refusals), and nothing of the batch is stored;
 //! - no call returns success before its batch is durable (when the forum is);
 //! - ids follow the order in which posts are applied, batch after batch.
 //!
-//! Every caller sleeps on its own condition variable, so a batch wakes its own
-//! callers and at most one next leader, not every waiting writer.
+//! Every caller sleeps on its own condition variable and is woken once, with its
+//! outcome: a batch wakes its own callers and at most one next leader, not every
+//! waiting writer.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -47,18 +48,19 @@ pub(crate) trait Batch {
     fn apply(&self, tx: &mut Self::Tx, job: Self::Job) -> Result<Result<Self::Out>, Error>;
     /// Commits the transaction; the next batch may begin once this returns.
     fn commit(&self, tx: Self::Tx) -> Result<Self::Pending>;
-    /// Returns once the commit is durable; called by each caller of the batch.
+    /// Returns once the commit is durable; called by the batch's leader.
     fn settle(&self, pending: &Self::Pending) -> Result<()>;
 }
-
-/// A caller's outcome, with the durability ticket of its batch's commit.
-type Done<O, P> = (Result<O>, Option<Arc<P>>);
 
 struct Shared<J, O, P> {
     /// Jobs waiting for a leader, with the condition variable their caller sleeps on.
     pending: Vec<(u64, J, Arc<Condvar>)>,
-    done: HashMap<u64, Done<O, P>>,
+    done: HashMap<u64, Result<O>>,
+    /// Commits on their way to disk are the leaders' business, not the queue's.
+    _pending: std::marker::PhantomData<P>,
     leader: bool,
+    /// The leader sleeps on `arrival` for more posts: a new post wakes it.
+    gathering: bool,
     next_ticket: u64,
     /// Size and duration of the last batch: when several writers were active, the
     /// next leader keeps its transaction open for about as many posts.
@@ -80,9 +82,11 @@ impl<J, O, P> Default for Group<J, O, P> {
                 pending: Vec::new(),
                 done: HashMap::new(),
                 leader: false,
+                gathering: false,
                 next_ticket: 0,
                 last_batch: 0,
                 last_cost: Duration::ZERO,
+                _pending: std::marker::PhantomData,
             }),
             arrival: Condvar::new(),
         }
@@ -109,19 +113,12 @@ impl<J, O, P> Group<J, O, P> {
     where
         B: Batch<Job = J, Out = O, Pending = P>,
     {
-        let (outcome, pending) = self.outcome(job, batch);
-        match (outcome, pending) {
-            (Ok(out), Some(pending)) => match batch.settle(&pending) {
-                Ok(()) => Ok(out),
-                Err(e) => failed(&format!("the commit did not reach the disk: {e}")),
-            },
-            (outcome, _) => outcome,
-        }
+        self.outcome(job, batch)
     }
 
-    /// Queues `job`, leads batches while jobs wait and nobody leads, and returns
-    /// the job's outcome once its batch committed.
-    fn outcome<B>(&self, job: J, batch: &B) -> Done<O, P>
+    /// Queues `job`, leads a batch when jobs wait and nobody leads, and returns the
+    /// job's outcome once its batch is durable.
+    fn outcome<B>(&self, job: J, batch: &B) -> Result<O>
     where
         B: Batch<Job = J, Out = O, Pending = P>,
     {
@@ -130,7 +127,9 @@ impl<J, O, P> Group<J, O, P> {
         let ticket = shared.next_ticket;
         shared.next_ticket += 1;
         shared.pending.push((ticket, job, Arc::clone(&me)));
-        self.arrival.notify_one();
+        if shared.gathering {
+            self.arrival.notify_one();
+        }
         loop {
             if let Some(done) = shared.done.remove(&ticket) {
                 return done;
@@ -159,34 +158,61 @@ impl<J, O, P> Group<J, O, P> {
             shared.leader = false;
             shared.last_batch = taken.len();
             shared.last_cost = started.elapsed();
-            let panic = match result {
-                Ok((outcomes, pending)) => {
-                    let pending = pending.map(Arc::new);
-                    for ((t, _), outcome) in taken.iter().zip(outcomes) {
-                        shared.done.insert(*t, (outcome, pending.clone()));
-                    }
-                    None
-                }
-                Err(payload) => {
-                    for (t, _) in &taken {
-                        let why = "the engine panicked; the batch was not stored";
-                        shared.done.insert(*t, (failed(why), None));
-                    }
-                    Some(payload)
-                }
-            };
-            for (_, caller) in &taken {
-                caller.notify_one();
-            }
-            // The next leader: the first caller still waiting for one.
+            // Leadership passes on before the disk wait: the next batch applies
+            // while this one is synced.
             if let Some((_, _, next)) = shared.pending.first() {
                 next.notify_one();
             }
-            if let Some(payload) = panic {
-                drop(shared);
-                resume_unwind(payload);
-            }
+            drop(shared);
+            let outcomes = match result {
+                Ok((outcomes, Some(pending))) => {
+                    match catch_unwind(AssertUnwindSafe(|| batch.settle(&pending))) {
+                        Ok(Ok(())) => outcomes,
+                        Ok(Err(e)) => {
+                            let why = format!("the commit did not reach the disk: {e}");
+                            outcomes
+                                .into_iter()
+                                .map(|o| match o {
+                                    Ok(_) => failed(&why),
+                                    refused => refused,
+                                })
+                                .collect()
+                        }
+                        Err(payload) => {
+                            drop(self.publish(&taken, None));
+                            resume_unwind(payload);
+                        }
+                    }
+                }
+                Ok((outcomes, None)) => outcomes,
+                Err(payload) => {
+                    drop(self.publish(&taken, None));
+                    resume_unwind(payload);
+                }
+            };
+            shared = self.publish(&taken, Some(outcomes));
         }
+    }
+
+    /// Hands each caller of a batch its outcome (`None`: the engine panicked) and
+    /// wakes it; returns the lock.
+    fn publish(
+        &self,
+        taken: &Taken,
+        outcomes: Option<Vec<Result<O>>>,
+    ) -> MutexGuard<'_, Shared<J, O, P>> {
+        let mut shared = self.lock();
+        let outcomes = outcomes.unwrap_or_else(|| {
+            taken
+                .iter()
+                .map(|_| failed("the engine panicked; the batch was not stored"))
+                .collect()
+        });
+        for ((t, caller), outcome) in taken.iter().zip(outcomes) {
+            shared.done.insert(*t, outcome);
+            caller.notify_one();
+        }
+        shared
     }
 
     /// The leader's batch: takes posts as they arrive until `target` were taken or
@@ -216,10 +242,12 @@ impl<J, O, P> Group<J, O, P> {
                     if taken.len() >= target || now >= deadline {
                         break Vec::new();
                     }
+                    shared.gathering = true;
                     shared = match self.arrival.wait_timeout(shared, deadline - now) {
                         Ok((guard, _)) => guard,
                         Err(poisoned) => poisoned.into_inner().0,
                     };
+                    shared.gathering = false;
                 }
             };
             if jobs.is_empty() {
