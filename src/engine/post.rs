@@ -363,8 +363,7 @@ impl Forum {
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
-        tx.put_message(&message)?;
-        tx.put_thread(&thread, before.as_ref())?;
+        tx.put_post(&message, &thread, before.as_ref())?;
         if !caller.human && self.config.limits.writes_per_minute > 0 {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }

@@ -73,11 +73,14 @@ pub trait WriteTx: ReadTx {
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()>;
     /// Stores an identity record.
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()>;
-    /// Stores a thread; `before` is its previous record, so the turn and activity
-    /// indexes can drop its old positions.
-    fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()>;
-    /// Stores a new message.
-    fn put_message(&mut self, message: &MessageRec) -> Result<()>;
+    /// Stores a new message and its thread's new record; `before` is the thread's
+    /// previous record, so the turn and activity indexes can drop its old positions.
+    fn put_post(
+        &mut self,
+        message: &MessageRec,
+        thread: &ThreadRec,
+        before: Option<&ThreadRec>,
+    ) -> Result<()>;
     /// Stores a claim.
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;
     /// Stores an event and indexes it by thread.

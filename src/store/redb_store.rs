@@ -439,7 +439,12 @@ impl WriteTx for Writer {
         Ok(())
     }
 
-    fn put_thread(&mut self, thread: &ThreadRec, before: Option<&ThreadRec>) -> Result<()> {
+    fn put_post(
+        &mut self,
+        message: &MessageRec,
+        thread: &ThreadRec,
+        before: Option<&ThreadRec>,
+    ) -> Result<()> {
         let turn = |t: &ThreadRec| {
             t.awaiting
                 .as_ref()
@@ -448,8 +453,10 @@ impl WriteTx for Writer {
         let old_turn = before.and_then(turn);
         // A locked thread waits for nobody's inbox.
         let new_turn = if thread.locked() { None } else { turn(thread) };
+        // Each table is opened once: an open costs about as much as an insert.
         {
             let mut index = self.table(INDEX)?;
+            index.insert(key::message(message.id).as_slice(), message.thread)?;
             if old_turn != new_turn {
                 if let Some(k) = &old_turn {
                     index.remove(k.as_slice())?;
@@ -466,20 +473,15 @@ impl WriteTx for Writer {
                 thread.id,
             )?;
         }
-        self.table(MESSAGES)?.insert(
-            (thread.id, THREAD_RECORD),
-            codec::encode_thread(thread).as_slice(),
-        )?;
-        Ok(())
-    }
-
-    fn put_message(&mut self, message: &MessageRec) -> Result<()> {
-        self.table(MESSAGES)?.insert(
+        let mut messages = self.table(MESSAGES)?;
+        messages.insert(
             (message.thread, message.id),
             codec::encode(message).as_slice(),
         )?;
-        self.table(INDEX)?
-            .insert(key::message(message.id).as_slice(), message.thread)?;
+        messages.insert(
+            (thread.id, THREAD_RECORD),
+            codec::encode_thread(thread).as_slice(),
+        )?;
         Ok(())
     }
 
