@@ -15,6 +15,10 @@ fn key(kind: IdKind, n: u64) -> Value {
     Value::String(kind.key(n))
 }
 
+fn opt_string(s: &Option<String>) -> Value {
+    s.as_deref().map_or(Value::Null, Value::from)
+}
+
 fn opt_time(ms: Option<i64>) -> Value {
     ms.map_or(Value::Null, |t| Value::String(time::format(t)))
 }
@@ -23,9 +27,11 @@ fn opt_time(ms: Option<i64>) -> Value {
 pub(crate) fn awaiting(a: &Option<Awaiting>) -> Value {
     match a {
         None => Value::Null,
-        Some(a) => {
-            json!({ "identity": a.identity, "extension": a.extension, "message": key(IdKind::Message, a.message) })
-        }
+        Some(a) => object([
+            ("identity", Value::from(a.identity.as_str())),
+            ("extension", opt_string(&a.extension)),
+            ("message", key(IdKind::Message, a.message)),
+        ]),
     }
 }
 
@@ -118,7 +124,7 @@ pub(crate) fn thread(t: &ThreadRec) -> Value {
             "creator",
             object([
                 ("identity", Value::from(t.creator.as_str())),
-                ("extension", json!(t.creator_extension)),
+                ("extension", opt_string(&t.creator_extension)),
             ]),
         ),
         ("state", Value::from(t.state.as_str())),
@@ -127,7 +133,7 @@ pub(crate) fn thread(t: &ThreadRec) -> Value {
             Value::from(if t.state_by_user { "user" } else { "llm" }),
         ),
         ("state_confirmed_at", opt_time(t.state_confirmed_at)),
-        ("state_label", json!(t.state_label)),
+        ("state_label", opt_string(&t.state_label)),
         ("locked", Value::from(t.locked())),
         ("awaiting", awaiting(&t.awaiting)),
         ("message_count", Value::from(t.message_count)),
