@@ -44,7 +44,11 @@ pub fn mcp(dir: &Path, sizes: &Sizes) -> Res<Row> {
         let start = std::time::Instant::now();
         for req in &requests {
             let resp = forum.mcp(Some(&token), req).ok_or("no MCP response")?;
-            if !resp.contains("\"isError\":false") {
+            // The flag sits at the end of the response: look there, so that the
+            // check does not scan the whole text inside the timed loop (the generic
+            // call's loop checks nothing of the kind).
+            let flag = resp.rfind("\"isError\":").map(|at| &resp[at..]);
+            if !flag.is_some_and(|f| f.starts_with("\"isError\":false")) {
                 return Err(format!("MCP post failed: {resp}"));
             }
         }
