@@ -201,6 +201,18 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
         }
         None => disk_base(),
     };
+    // Each figure (1-3 together) runs in a process of its own, so that no figure
+    // measures the heap or the page cache another one left behind.
+    let groups = figure_groups(&selected);
+    if groups.len() > 1 && std::env::var_os(CHILD_ENV).is_none() {
+        let mut rows = Vec::new();
+        for group in groups {
+            settle();
+            eprintln!("parley-bench: figure {} ...", group.join(","));
+            rows.extend(run_child(&cli, &base, &group));
+        }
+        return Ok(rows);
+    }
     let temp = tempfile::Builder::new()
         .prefix("parley-bench-")
         .tempdir_in(&base)
@@ -223,6 +235,7 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
         }
     };
     if want("1") || want("2") || want("3") {
+        settle();
         progress("1-3");
         let sub = dir.join("fig1-3");
         std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
@@ -237,6 +250,7 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
         }
     }
     for id in FIGURES.iter().skip(3).filter(|f| want(f)) {
+        settle();
         progress(id);
         match run_figure(id, &dir, &sizes, cli.quick) {
             Ok(r) => rows.extend(r),
@@ -244,6 +258,85 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+/// Set in the child processes that measure one group of figures each.
+const CHILD_ENV: &str = "PARLEY_BENCH_CHILD";
+
+/// The selected figures as they run: 1-3 together (they share their rounds), the
+/// others one by one.
+fn figure_groups(selected: &BTreeSet<&str>) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let durable: Vec<String> = ["1", "2", "3"]
+        .into_iter()
+        .filter(|f| selected.contains(f))
+        .map(str::to_string)
+        .collect();
+    if !durable.is_empty() {
+        groups.push(durable);
+    }
+    for id in FIGURES.iter().skip(3).filter(|f| selected.contains(*f)) {
+        groups.push(vec![id.to_string()]);
+    }
+    groups
+}
+
+/// Measures `group` in a child `parley-bench --json --only …` with this run's
+/// settings; a child that fails reports its figures as errors.
+fn run_child(cli: &Cli, base: &std::path::Path, group: &[String]) -> Vec<Row> {
+    let failed = |why: String| -> Vec<Row> {
+        group
+            .iter()
+            .map(|id| Row::failed(id, why.clone()))
+            .collect()
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return failed(format!("cannot find this executable: {e}")),
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env(CHILD_ENV, "1")
+        .arg("--json")
+        .arg("--only")
+        .arg(group.join(","))
+        .arg("--dir")
+        .arg(base)
+        .stderr(std::process::Stdio::inherit());
+    if cli.quick {
+        cmd.arg("--quick");
+    }
+    if cli.keep {
+        cmd.arg("--keep");
+    }
+    if let Some(r) = cli.reps {
+        cmd.arg("--reps").arg(r.to_string());
+    }
+    if let Some(m) = cli.rss_messages {
+        cmd.arg("--rss-messages").arg(m.to_string());
+    }
+    let out = match cmd.output() {
+        Ok(out) => out,
+        Err(e) => return failed(format!("cannot run the figure's process: {e}")),
+    };
+    let parsed: Option<Vec<Row>> = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| {
+            v.as_array()
+                .map(|a| a.iter().filter_map(Row::from_json).collect())
+        });
+    match parsed {
+        Some(rows) if !rows.is_empty() => rows,
+        _ => failed(format!("the figure's process ended with {}", out.status)),
+    }
+}
+
+/// Lets the disk go quiet before a figure: the write-back of what earlier figures
+/// left in the page cache would otherwise land in the next figure's rounds (a
+/// CPU-bound figure measured right after the durable ones read 15-20 % slower).
+fn settle() {
+    // `sync` is there on every Unix; without it the pause alone helps.
+    let _ = std::process::Command::new("sync").status();
+    std::thread::sleep(std::time::Duration::from_millis(300));
 }
 
 fn main() -> ExitCode {

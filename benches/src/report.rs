@@ -17,6 +17,22 @@ pub enum Target {
 }
 
 impl Target {
+    /// The target back from its [`Target::text`].
+    fn parse(text: &str) -> Target {
+        let number = |t: &str| t.trim().parse::<f64>().ok();
+        if let Some(x) = text.strip_prefix(">= ").and_then(|t| t.strip_suffix('x')) {
+            return number(x).map_or(Target::None, Target::RatioAtLeast);
+        }
+        if let Some(rest) = text.strip_prefix("<= ") {
+            if let Some(x) = rest.strip_suffix('x').and_then(number) {
+                return Target::RatioAtMost(x);
+            }
+            let value = rest.split_whitespace().next().and_then(number);
+            return value.map_or(Target::None, Target::ValueAtMost);
+        }
+        Target::None
+    }
+
     fn text(self, unit: &str) -> String {
         match self {
             Target::RatioAtLeast(x) => format!(">= {x}x"),
@@ -101,6 +117,29 @@ impl Row {
             Target::ValueAtMost(x) => self.value.map(|v| v <= x),
             Target::None => None,
         }
+    }
+
+    /// A row from its [`Row::to_json`] (a figure measured by a child process).
+    pub fn from_json(v: &Value) -> Option<Row> {
+        let text = |k: &str| v[k].as_str().map(str::to_string);
+        let id = match &v["id"] {
+            Value::Number(n) => n.to_string(),
+            Value::String(s) => s.clone(),
+            _ => return None,
+        };
+        let unit = text("unit")?;
+        Some(Row {
+            id,
+            figure: text("figure")?,
+            baseline_name: text("baseline_of")?,
+            value: v["value"].as_f64(),
+            baseline: v["baseline"].as_f64(),
+            target: Target::parse(&text("target")?),
+            unit,
+            skipped: text("skipped"),
+            error: text("error"),
+            detail: v.get("detail").cloned().unwrap_or(Value::Null),
+        })
     }
 
     pub fn to_json(&self) -> Value {
@@ -200,6 +239,22 @@ mod tests {
         let row = Row::new("9", "f", "b", "posts/s", Target::RatioAtLeast(0.5)).skip("no binary");
         assert_eq!(row.pass(), None);
         assert_eq!(row.to_json()["skipped"], "no binary");
+    }
+
+    #[test]
+    fn rows_come_back_from_their_json() {
+        let rows = [
+            Row::new("1", "f", "b", "posts/s", Target::RatioAtLeast(0.7)).measured(7.0, Some(9.0)),
+            Row::new("4", "f", "b", "us/post", Target::RatioAtMost(4.0)).measured(40.5, Some(10.0)),
+            Row::new("11", "f", "-", "MiB", Target::ValueAtMost(256.0)).measured(8.25, None),
+            Row::new("9", "f", "b", "posts/s", Target::RatioAtLeast(0.5)).skip("no binary"),
+            Row::failed("10-rust", "boom".into()),
+        ];
+        for row in rows {
+            let back = Row::from_json(&row.to_json()).unwrap();
+            assert_eq!(back.to_json(), row.to_json());
+            assert_eq!(back.pass(), row.pass());
+        }
     }
 
     #[test]
