@@ -64,8 +64,9 @@ pub trait ReadTx {
 
 /// The writes of one post (or one token change), applied atomically on commit.
 pub trait WriteTx: ReadTx {
-    /// The next id of a kind: one past the last one stored. Store the record of
-    /// an id before asking for the next id of the same kind.
+    /// The next id of a kind: one past the last one stored or handed out in this
+    /// transaction. An id handed out is spent: store its record, or fail the
+    /// transaction.
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         Ok(self.last_id(kind)? + 1)
     }

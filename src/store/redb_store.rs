@@ -22,6 +22,9 @@ const CACHE_BYTES: usize = 64 << 20;
 /// A forum stored in redb.
 pub struct RedbStore {
     db: Database,
+    /// The last id of each kind as of the last commit, once read: a post then
+    /// reads no index to number itself. Only the one writer reads or sets it.
+    last_ids: std::sync::Mutex<[Option<u64>; 4]>,
     /// The page log of a durable file forum.
     log: Option<Arc<wal::LoggedFile>>,
     durability: Durability,
@@ -100,6 +103,7 @@ impl RedbStore {
         txn.commit()?;
         Ok(RedbStore {
             db,
+            last_ids: std::sync::Mutex::new([None; 4]),
             log: None,
             durability,
             cursor_key,
@@ -186,7 +190,12 @@ impl Store for RedbStore {
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
         }
-        Ok(Box::new(Writer(txn, self.log.clone())))
+        Ok(Box::new(Writer {
+            txn,
+            log: self.log.clone(),
+            ids: [None; 4],
+            last_ids: &self.last_ids,
+        }))
     }
 
     fn cursor_key(&self) -> u64 {
@@ -195,7 +204,14 @@ impl Store for RedbStore {
 }
 
 struct Snapshot(redb::ReadTransaction);
-struct Writer(redb::WriteTransaction, Option<Arc<wal::LoggedFile>>);
+struct Writer<'s> {
+    txn: redb::WriteTransaction,
+    log: Option<Arc<wal::LoggedFile>>,
+    /// The last id of each kind handed out in this transaction.
+    ids: [Option<u64>; 4],
+    /// The store's, updated when this transaction commits.
+    last_ids: &'s std::sync::Mutex<[Option<u64>; 4]>,
+}
 
 fn sync_failed(e: std::io::Error) -> Error {
     Error::Storage(format!("syncing the forum's log: {e}"))
@@ -210,12 +226,12 @@ impl Snapshot {
     }
 }
 
-impl Writer {
+impl Writer<'_> {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<redb::Table<'_, K, V>> {
-        Ok(self.0.open_table(def)?)
+        Ok(self.txn.open_table(def)?)
     }
 }
 
@@ -425,9 +441,25 @@ macro_rules! impl_read {
 }
 
 impl_read!(Snapshot);
-impl_read!(Writer);
+impl_read!(Writer<'_>);
 
-impl WriteTx for Writer {
+impl WriteTx for Writer<'_> {
+    fn next_id(&mut self, kind: IdKind) -> Result<u64> {
+        let k = kind as usize;
+        let last = match self.ids[k] {
+            Some(last) => last,
+            None => {
+                let known = self.last_ids.lock().unwrap_or_else(|p| p.into_inner())[k];
+                match known {
+                    Some(last) => last,
+                    None => self.last_id(kind)?,
+                }
+            }
+        };
+        self.ids[k] = Some(last + 1);
+        Ok(last + 1)
+    }
+
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
         self.table(TOKENS)?.insert(key, encode(token)?.as_slice())?;
         Ok(())
@@ -522,8 +554,20 @@ impl WriteTx for Writer {
     }
 
     fn commit_deferred(self: Box<Self>) -> Result<Durable> {
-        let Writer(txn, log) = *self;
+        let Writer {
+            txn,
+            log,
+            ids,
+            last_ids,
+        } = *self;
         txn.commit()?;
+        let mut known = last_ids.lock().unwrap_or_else(|p| p.into_inner());
+        for (known, handed) in known.iter_mut().zip(ids) {
+            if handed.is_some() {
+                *known = handed;
+            }
+        }
+        drop(known);
         Ok(match log {
             Some(log) => {
                 // Counts this commit (and perhaps a later one: waiting for more is
@@ -569,6 +613,49 @@ mod tests {
         w.put_event(&event(1)).unwrap();
         w.commit().unwrap();
         assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 1);
+    }
+
+    #[test]
+    fn handed_out_ids_are_remembered_by_commits_and_forgotten_by_aborts() {
+        let store = RedbStore::in_memory().unwrap();
+        let event = |id| EventRec {
+            id,
+            thread: 1,
+            message: 1,
+            change: crate::store::records::Change::State {
+                from: State::Open,
+                to: State::Closed,
+                confirmation: false,
+            },
+            by_user: false,
+            identity: "r:a".into(),
+            extension: None,
+            label: None,
+            confirmed: false,
+            at: 0,
+        };
+        let mut w = store.write().unwrap();
+        let first = w.next_id(IdKind::Event).unwrap();
+        w.put_event(&event(first)).unwrap();
+        assert_eq!(
+            w.next_id(IdKind::Event).unwrap(),
+            2,
+            "numbered within the transaction"
+        );
+        w.put_event(&event(2)).unwrap();
+        w.commit().unwrap();
+        let mut w = store.write().unwrap();
+        assert_eq!(w.next_id(IdKind::Event).unwrap(), 3);
+        drop(w); // aborted: 3 was never stored
+        let mut w = store.write().unwrap();
+        assert_eq!(
+            w.next_id(IdKind::Event).unwrap(),
+            3,
+            "an aborted id is handed out again"
+        );
+        w.put_event(&event(3)).unwrap();
+        w.commit().unwrap();
+        assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 3);
     }
 
     #[test]
