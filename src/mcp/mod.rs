@@ -126,6 +126,18 @@ impl ToolResult {
     }
 }
 
+/// A result as JSON text, written into a buffer sized for a post's result at once
+/// (`to_string` starts at 128 bytes and grows several times).
+fn to_json_text(result: &Value) -> String {
+    let mut out = Vec::with_capacity(4096);
+    // Writing a `Value` into a byte buffer cannot fail.
+    if serde_json::to_writer(&mut out, result).is_err() {
+        return result.to_string();
+    }
+    // Only JSON text went in.
+    String::from_utf8(out).unwrap_or_else(|_| result.to_string())
+}
+
 /// What `shaped` adds to a 2026-07-28 `tools/call` result (calls carry no cache
 /// hints), as `,"key":value` text: the same for every call, so made once.
 fn modern_fields() -> &'static str {
@@ -347,7 +359,7 @@ impl Forum {
             // and the structured content.
             Ok(result) => Ok(ToolResult {
                 text: None,
-                structured: result.to_string(),
+                structured: to_json_text(&result),
                 is_error: false,
             }),
             Err(Error::Refused(refusal)) => Ok(ToolResult {
