@@ -47,6 +47,11 @@ impl RedbStore {
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let (db, log) = open_file(path, durability)?;
         let mut store = Self::init(db, durability)?;
+        if let Some(log) = &log {
+            // What opening wrote (a new forum's schema and cursor key) is on disk
+            // before the forum is handed out.
+            log.wait_durable(log.commits()).map_err(sync_failed)?;
+        }
         store.log = log;
         Ok(store)
     }
@@ -656,6 +661,40 @@ mod tests {
         w.put_event(&event(3)).unwrap();
         w.commit().unwrap();
         assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_reader_waits_until_what_it_sees_is_durable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&tmp.path().join("forum.redb"), Durability::Durable).unwrap();
+        let log = store.log.clone().expect("a durable file forum has a log");
+        let mut w = store.write().unwrap();
+        let id = w.next_id(IdKind::Event).unwrap();
+        w.put_event(&EventRec {
+            id,
+            thread: 1,
+            message: 1,
+            change: crate::store::records::Change::State {
+                from: State::Open,
+                to: State::Closed,
+                confirmation: false,
+            },
+            by_user: false,
+            identity: "r:a".into(),
+            extension: None,
+            label: None,
+            confirmed: false,
+            at: 0,
+        })
+        .unwrap();
+        // Committed and visible to new snapshots, but not yet synced.
+        let pending = w.commit_deferred().unwrap();
+        let committed = log.commits();
+        assert!(log.durable() < committed, "nothing synced the commit yet");
+        let snapshot = store.read().unwrap();
+        assert!(log.durable() >= committed, "the reader waited for the sync");
+        assert_eq!(snapshot.last_id(IdKind::Event).unwrap(), 1);
+        pending.wait().unwrap();
     }
 
     #[test]

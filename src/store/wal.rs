@@ -327,6 +327,12 @@ impl LoggedFile {
         self.synced.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Commits known to be on disk.
+    #[cfg(test)]
+    pub(super) fn durable(&self) -> u64 {
+        self.lock_synced().durable
+    }
+
     /// Commits so far: the ticket [`Self::wait_durable`] takes.
     pub(super) fn commits(&self) -> u64 {
         self.lock().commits
