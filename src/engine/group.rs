@@ -52,12 +52,10 @@ pub(crate) trait Batch {
     fn settle(&self, pending: &Self::Pending) -> Result<()>;
 }
 
-struct Shared<J, O, P> {
+struct Shared<J, O> {
     /// Jobs waiting for a leader, with the condition variable their caller sleeps on.
     pending: Vec<(u64, J, Arc<Condvar>)>,
     done: HashMap<u64, Result<O>>,
-    /// Commits on their way to disk are the leaders' business, not the queue's.
-    _pending: std::marker::PhantomData<P>,
     leader: bool,
     /// The leader sleeps on `arrival` for more posts: a new post wakes it.
     gathering: bool,
@@ -69,13 +67,13 @@ struct Shared<J, O, P> {
 }
 
 /// A queue of posts and the leader protocol that drains it.
-pub(crate) struct Group<J, O, P> {
-    shared: Mutex<Shared<J, O, P>>,
+pub(crate) struct Group<J, O> {
+    shared: Mutex<Shared<J, O>>,
     /// Signalled when a job arrives, for a leader gathering its batch.
     arrival: Condvar,
 }
 
-impl<J, O, P> Default for Group<J, O, P> {
+impl<J, O> Default for Group<J, O> {
     fn default() -> Self {
         Group {
             shared: Mutex::new(Shared {
@@ -86,7 +84,6 @@ impl<J, O, P> Default for Group<J, O, P> {
                 next_ticket: 0,
                 last_batch: 0,
                 last_cost: Duration::ZERO,
-                _pending: std::marker::PhantomData,
             }),
             arrival: Condvar::new(),
         }
@@ -100,27 +97,19 @@ fn failed<O>(why: &str) -> Result<O> {
 /// The jobs a leader took: ticket and the caller's condition variable.
 type Taken = Vec<(u64, Arc<Condvar>)>;
 
-impl<J, O, P> Group<J, O, P> {
-    fn lock(&self) -> MutexGuard<'_, Shared<J, O, P>> {
+impl<J, O> Group<J, O> {
+    fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
         // A panicking leader is caught below; the data stays consistent.
         self.shared
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Submits `job` and waits for its outcome, durable when the forum is.
+    /// Queues `job`, leads a batch when jobs wait and nobody leads, and returns the
+    /// job's outcome once its batch is durable (when the forum is).
     pub(crate) fn submit<B>(&self, job: J, batch: &B) -> Result<O>
     where
-        B: Batch<Job = J, Out = O, Pending = P>,
-    {
-        self.outcome(job, batch)
-    }
-
-    /// Queues `job`, leads a batch when jobs wait and nobody leads, and returns the
-    /// job's outcome once its batch is durable.
-    fn outcome<B>(&self, job: J, batch: &B) -> Result<O>
-    where
-        B: Batch<Job = J, Out = O, Pending = P>,
+        B: Batch<Job = J, Out = O>,
     {
         let me = Arc::new(Condvar::new());
         let mut shared = self.lock();
@@ -200,7 +189,7 @@ impl<J, O, P> Group<J, O, P> {
         &self,
         taken: &Taken,
         outcomes: Option<Vec<Result<O>>>,
-    ) -> MutexGuard<'_, Shared<J, O, P>> {
+    ) -> MutexGuard<'_, Shared<J, O>> {
         let mut shared = self.lock();
         let outcomes = outcomes.unwrap_or_else(|| {
             taken
@@ -224,9 +213,9 @@ impl<J, O, P> Group<J, O, P> {
         taken: &mut Taken,
         target: usize,
         deadline: Instant,
-    ) -> (Vec<Result<O>>, Option<P>)
+    ) -> (Vec<Result<O>>, Option<B::Pending>)
     where
-        B: Batch<Job = J, Out = O, Pending = P>,
+        B: Batch<Job = J, Out = O>,
     {
         let mut outcomes: Vec<Result<O>> = Vec::new();
         let mut tx: Option<B::Tx> = None;
@@ -363,7 +352,7 @@ mod tests {
 
     #[test]
     fn concurrent_jobs_share_batches_and_keep_their_outcomes() {
-        let group: Arc<Group<u64, Value, Vec<u64>>> = Arc::default();
+        let group: Arc<Group<u64, Value>> = Arc::default();
         let log = Arc::new(Log::default());
         let handles: Vec<_> = (0..16u64)
             .map(|i| {
@@ -386,7 +375,7 @@ mod tests {
 
     #[test]
     fn refusals_stay_refusals_and_failures_fail_the_batch() {
-        let group: Group<u64, Value, Vec<u64>> = Group::default();
+        let group: Group<u64, Value> = Group::default();
         let log = Log::default();
         let refused = group.submit(13, &log).unwrap_err();
         assert_eq!(refused.refusal().unwrap().reason, crate::Reason::SelfReply);
@@ -410,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_panicking_batch_fails_its_jobs_and_frees_the_group() {
-        let group: Group<u64, Value, Vec<u64>> = Group::default();
+        let group: Group<u64, Value> = Group::default();
         let log = Log::default();
         let caught = catch_unwind(AssertUnwindSafe(|| group.submit(666, &log)));
         assert!(caught.is_err());
@@ -419,7 +408,7 @@ mod tests {
 
     #[test]
     fn a_failed_sync_fails_the_batch_but_not_its_refusals() {
-        let group: Group<u64, Value, Vec<u64>> = Group::default();
+        let group: Group<u64, Value> = Group::default();
         let log = Log {
             fail_settle: true,
             ..Log::default()
@@ -431,7 +420,7 @@ mod tests {
 
     #[test]
     fn the_next_batch_commits_while_one_settles_and_nobody_hears_early() {
-        let group: Arc<Group<u64, Value, Vec<u64>>> = Arc::default();
+        let group: Arc<Group<u64, Value>> = Arc::default();
         let log = Arc::new(Log {
             settle_time: Duration::from_millis(150),
             ..Log::default()

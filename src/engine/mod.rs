@@ -36,7 +36,7 @@ pub const OPERATIONS: [&str; 8] = [
 pub struct Forum {
     pub(crate) store: Box<dyn Store>,
     pub(crate) config: Config,
-    group: group::Group<post::PostJob, post::Applied, crate::store::Durable>,
+    group: group::Group<post::PostJob, post::Applied>,
     callers: tokens::CallerCache,
 }
 

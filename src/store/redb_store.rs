@@ -589,12 +589,9 @@ impl WriteTx for Writer<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ids_follow_the_last_stored_key_and_commit_whole() {
-        let store = RedbStore::in_memory().unwrap();
-        let mut w = store.write().unwrap();
-        assert_eq!(w.next_id(IdKind::Message).unwrap(), 1);
-        let event = |id| EventRec {
+    /// An event record of thread 1, numbered `id`.
+    fn event(id: u64) -> EventRec {
+        EventRec {
             id,
             thread: 1,
             message: 1,
@@ -609,7 +606,14 @@ mod tests {
             label: None,
             confirmed: false,
             at: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn ids_follow_the_last_stored_key_and_commit_whole() {
+        let store = RedbStore::in_memory().unwrap();
+        let mut w = store.write().unwrap();
+        assert_eq!(w.next_id(IdKind::Message).unwrap(), 1);
         w.put_event(&event(1)).unwrap();
         assert_eq!(w.next_id(IdKind::Event).unwrap(), 2);
         drop(w); // aborted: nothing stays
@@ -623,22 +627,6 @@ mod tests {
     #[test]
     fn handed_out_ids_are_remembered_by_commits_and_forgotten_by_aborts() {
         let store = RedbStore::in_memory().unwrap();
-        let event = |id| EventRec {
-            id,
-            thread: 1,
-            message: 1,
-            change: crate::store::records::Change::State {
-                from: State::Open,
-                to: State::Closed,
-                confirmation: false,
-            },
-            by_user: false,
-            identity: "r:a".into(),
-            extension: None,
-            label: None,
-            confirmed: false,
-            at: 0,
-        };
         let mut w = store.write().unwrap();
         let first = w.next_id(IdKind::Event).unwrap();
         w.put_event(&event(first)).unwrap();
@@ -670,23 +658,7 @@ mod tests {
         let log = store.log.clone().expect("a durable file forum has a log");
         let mut w = store.write().unwrap();
         let id = w.next_id(IdKind::Event).unwrap();
-        w.put_event(&EventRec {
-            id,
-            thread: 1,
-            message: 1,
-            change: crate::store::records::Change::State {
-                from: State::Open,
-                to: State::Closed,
-                confirmation: false,
-            },
-            by_user: false,
-            identity: "r:a".into(),
-            extension: None,
-            label: None,
-            confirmed: false,
-            at: 0,
-        })
-        .unwrap();
+        w.put_event(&event(id)).unwrap();
         // Committed and visible to new snapshots, but not yet synced.
         let pending = w.commit_deferred().unwrap();
         let committed = log.commits();

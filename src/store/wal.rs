@@ -227,7 +227,7 @@ fn parse(mut body: &[u8]) -> Option<Vec<Entry<'_>>> {
     Some(out)
 }
 
-/// The redb storage backend of a durable forum file.
+/// A durable forum file and its log, behind redb (as [`Shared`]).
 ///
 /// redb calls `sync_data` at the end of each commit, under its write lock. Here
 /// that appends the commit's record to the log without waiting for the disk, so the
@@ -522,55 +522,20 @@ impl LoggedFile {
     }
 }
 
-/// A [`LoggedFile`] that redb owns while the store keeps a handle, for
-/// [`LoggedFile::wait_durable`].
+/// The redb storage backend of a durable forum file: a [`LoggedFile`] that redb
+/// owns while the store keeps a handle to it, for [`LoggedFile::wait_durable`].
 #[derive(Debug, Clone)]
 pub(super) struct Shared(pub(super) Arc<LoggedFile>);
 
-impl StorageBackend for Shared {
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
-        self.0.read(offset, out)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.0.write(offset, data)
-    }
-    fn close(&self) -> io::Result<()> {
-        self.0.close()
-    }
-    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.0.try_lock_range(start, end)
-    }
-    fn try_lock_shared_range(
-        &self,
-        start: Bound<u64>,
-        end: Bound<u64>,
-    ) -> Result<bool, BackendError> {
-        self.0.try_lock_shared_range(start, end)
-    }
-    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.0.lock_range(start, end)
-    }
-    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.0.lock_shared_range(start, end)
-    }
-    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
-        self.0.unlock_range(start, end)
-    }
-    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
-        self.0.query_lock_range(start, end)
+impl std::ops::Deref for Shared {
+    type Target = LoggedFile;
+
+    fn deref(&self) -> &LoggedFile {
+        &self.0
     }
 }
 
-impl StorageBackend for LoggedFile {
+impl StorageBackend for Shared {
     fn len(&self) -> io::Result<u64> {
         Ok(self.lock().len)
     }
@@ -679,7 +644,7 @@ impl StorageBackend for LoggedFile {
 mod tests {
     use super::*;
 
-    fn open_pair(dir: &Path) -> (PathBuf, LoggedFile) {
+    fn open_pair(dir: &Path) -> (PathBuf, Shared) {
         let path = dir.join("forum.redb");
         let log = recover(&path).unwrap();
         let main = OpenOptions::new()
@@ -689,16 +654,19 @@ mod tests {
             .truncate(false)
             .open(&path)
             .unwrap();
-        (path.clone(), LoggedFile::new(main, log).unwrap())
+        (
+            path.clone(),
+            Shared(Arc::new(LoggedFile::new(main, log).unwrap())),
+        )
     }
 
     /// A commit as the store makes it: redb's sync, then the wait for the disk.
-    fn commit(b: &LoggedFile) {
+    fn commit(b: &Shared) {
         b.sync_data().unwrap();
         b.wait_durable(b.commits()).unwrap();
     }
 
-    fn read(b: &LoggedFile, offset: u64, n: usize) -> Vec<u8> {
+    fn read(b: &Shared, offset: u64, n: usize) -> Vec<u8> {
         let mut out = vec![0u8; n];
         b.read(offset, &mut out).unwrap();
         out
@@ -706,7 +674,7 @@ mod tests {
 
     /// A "crash": the backend goes away without `close`, so its overlay never
     /// reaches the forum file; only synced log records can bring writes back.
-    fn crash(b: LoggedFile) {
+    fn crash(b: Shared) {
         drop(b);
     }
 
