@@ -450,18 +450,23 @@ impl LoggedFile {
         while n * PAGE < end {
             let (page_start, page_end) = (n * PAGE, (n + 1) * PAGE);
             let (from, to) = (offset.max(page_start), end.min(page_end));
-            if !state.pages.contains_key(&n) {
-                let mut page = vec![0u8; PAGE as usize].into_boxed_slice();
-                if from > page_start || to < page_end {
+            let src = &data[(from - offset) as usize..(to - offset) as usize];
+            let within = (from - page_start) as usize..(to - page_start) as usize;
+            match state.pages.get_mut(&n) {
+                Some(page) => page[within].copy_from_slice(src),
+                // redb writes whole pages: no zeros to write first.
+                None if within.len() == PAGE as usize => {
+                    state.pages.insert(n, Box::from(src));
+                }
+                None => {
                     // Partly written: the rest is the file's (zeros past its end).
+                    let mut page = vec![0u8; PAGE as usize].into_boxed_slice();
                     let have = state.len.min(page_end).saturating_sub(page_start) as usize;
                     self.read_file(page_start, &mut page[..have], state)?;
+                    page[within].copy_from_slice(src);
+                    state.pages.insert(n, page);
                 }
-                state.pages.insert(n, page);
             }
-            let page = state.pages.get_mut(&n).expect("inserted above");
-            page[(from - page_start) as usize..(to - page_start) as usize]
-                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
             n += 1;
         }
         state.len = state.len.max(end);

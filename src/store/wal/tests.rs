@@ -250,6 +250,15 @@ fn zero_tails_are_cut_and_written_back_as_zeros() {
     assert_eq!(without_zero_tail(&[0; 16]), 0);
     assert_eq!(without_zero_tail(&[1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0]), 3);
     assert_eq!(without_zero_tail(&[5; 9]), 9);
+    for last in [0, 62, 63, 64, 65, 127, 128, 1000, 4095] {
+        let mut page = vec![0u8; 4096];
+        page[last] = 1;
+        assert_eq!(
+            without_zero_tail(&page),
+            last + 1,
+            "last non-zero at {last}"
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let (_, b) = open_pair(dir.path());
     b.set_len(PAGE).unwrap();
