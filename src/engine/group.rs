@@ -15,11 +15,11 @@
 //! - no call returns success before its batch is durable (when the forum is);
 //! - ids follow the order in which posts are applied, batch after batch.
 //!
-//! Every caller sleeps on its own condition variable and is woken once, with its
-//! outcome: a batch wakes its own callers and at most one next leader, not every
-//! waiting writer.
+//! Every caller sleeps in a slot of its own (a lock and a condition variable) and
+//! is woken once, with its outcome: a batch wakes its own callers and at most one
+//! next leader, not every waiting writer, and a woken caller never queues for the
+//! group's lock behind the leader that woke it.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -53,13 +53,11 @@ pub(crate) trait Batch {
 }
 
 struct Shared<J, O> {
-    /// Jobs waiting for a leader, with the condition variable their caller sleeps on.
-    pending: Vec<(u64, J, Arc<Condvar>)>,
-    done: HashMap<u64, Result<O>>,
+    /// Jobs waiting for a leader, with the slot their caller sleeps on.
+    pending: Vec<(J, Arc<Slot<O>>)>,
     leader: bool,
     /// The leader sleeps on `arrival` for more posts: a new post wakes it.
     gathering: bool,
-    next_ticket: u64,
     /// Size and duration of the last batch: when several writers were active, the
     /// next leader keeps its transaction open for about as many posts.
     last_batch: usize,
@@ -78,10 +76,8 @@ impl<J, O> Default for Group<J, O> {
         Group {
             shared: Mutex::new(Shared {
                 pending: Vec::new(),
-                done: HashMap::new(),
                 leader: false,
                 gathering: false,
-                next_ticket: 0,
                 last_batch: 0,
                 last_cost: Duration::ZERO,
             }),
@@ -90,12 +86,71 @@ impl<J, O> Default for Group<J, O> {
     }
 }
 
+/// Where one caller sleeps until its batch hands it its outcome, or it is asked to
+/// lead. A slot has a lock of its own, so a leader waking its callers does not make
+/// them queue for the group's lock, nor the group's other callers wait on them.
+struct Slot<O> {
+    state: Mutex<SlotState<O>>,
+    wake: Condvar,
+}
+
+struct SlotState<O> {
+    outcome: Option<Result<O>>,
+    lead: bool,
+}
+
+/// Why a caller woke.
+enum Woke<O> {
+    Done(Result<O>),
+    Lead,
+}
+
+impl<O> Slot<O> {
+    fn new() -> Self {
+        Slot {
+            state: Mutex::new(SlotState {
+                outcome: None,
+                lead: false,
+            }),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState<O>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sleeps until an outcome arrives or the caller is asked to lead.
+    fn wait(&self) -> Woke<O> {
+        let mut state = self.lock();
+        loop {
+            if let Some(outcome) = state.outcome.take() {
+                return Woke::Done(outcome);
+            }
+            if std::mem::take(&mut state.lead) {
+                return Woke::Lead;
+            }
+            state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn finish(&self, outcome: Result<O>) {
+        self.lock().outcome = Some(outcome);
+        self.wake.notify_one();
+    }
+
+    fn ask_to_lead(&self) {
+        self.lock().lead = true;
+        self.wake.notify_one();
+    }
+}
+
 fn failed<O>(why: &str) -> Result<O> {
     Err(Error::Storage(why.to_string()))
 }
 
-/// The jobs a leader took: ticket and the caller's condition variable.
-type Taken = Vec<(u64, Arc<Condvar>)>;
+/// The callers of the jobs a leader took, in order.
+type Taken<O> = Vec<Arc<Slot<O>>>;
 
 impl<J, O> Group<J, O> {
     fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
@@ -111,97 +166,86 @@ impl<J, O> Group<J, O> {
     where
         B: Batch<Job = J, Out = O>,
     {
-        let me = Arc::new(Condvar::new());
-        let mut shared = self.lock();
-        let ticket = shared.next_ticket;
-        shared.next_ticket += 1;
-        shared.pending.push((ticket, job, Arc::clone(&me)));
-        if shared.gathering {
-            self.arrival.notify_one();
+        let me = Arc::new(Slot::new());
+        {
+            let mut shared = self.lock();
+            shared.pending.push((job, Arc::clone(&me)));
+            if shared.gathering {
+                self.arrival.notify_one();
+            }
         }
         loop {
-            if let Some(done) = shared.done.remove(&ticket) {
-                return done;
+            self.lead_if_free(batch);
+            // A caller whose post is in a batch waits for its outcome; a caller
+            // whose post still waits is woken to lead when a leader finishes.
+            match me.wait() {
+                Woke::Done(outcome) => return outcome,
+                Woke::Lead => continue,
             }
-            // A caller whose post is in a batch already waits for its outcome; it
-            // leads only while posts wait for a leader.
-            if shared.leader || shared.pending.is_empty() {
-                shared = me.wait(shared).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            shared.leader = true;
-            let target = shared.last_batch.clamp(1, MAX_BATCH);
-            let window = if shared.last_batch > 1 {
-                (shared.last_cost / 2).min(MAX_GATHER)
-            } else {
-                Duration::ZERO
-            };
-            drop(shared);
-
-            let started = Instant::now();
-            let mut taken = Taken::new();
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                self.lead(batch, &mut taken, target, started + window)
-            }));
-            shared = self.lock();
-            shared.leader = false;
-            shared.last_batch = taken.len();
-            shared.last_cost = started.elapsed();
-            // Leadership passes on before the disk wait: the next batch applies
-            // while this one is synced.
-            if let Some((_, _, next)) = shared.pending.first() {
-                next.notify_one();
-            }
-            drop(shared);
-            let outcomes = match result {
-                Ok((outcomes, Some(pending))) => {
-                    match catch_unwind(AssertUnwindSafe(|| batch.settle(&pending))) {
-                        Ok(Ok(())) => outcomes,
-                        Ok(Err(e)) => {
-                            let why = format!("the commit did not reach the disk: {e}");
-                            outcomes
-                                .into_iter()
-                                .map(|o| match o {
-                                    Ok(_) => failed(&why),
-                                    refused => refused,
-                                })
-                                .collect()
-                        }
-                        Err(payload) => {
-                            drop(self.publish(&taken, None));
-                            resume_unwind(payload);
-                        }
-                    }
-                }
-                Ok((outcomes, None)) => outcomes,
-                Err(payload) => {
-                    drop(self.publish(&taken, None));
-                    resume_unwind(payload);
-                }
-            };
-            shared = self.publish(&taken, Some(outcomes));
         }
     }
 
-    /// Hands each caller of a batch its outcome (`None`: the engine panicked) and
-    /// wakes it; returns the lock.
-    fn publish(
-        &self,
-        taken: &Taken,
-        outcomes: Option<Vec<Result<O>>>,
-    ) -> MutexGuard<'_, Shared<J, O>> {
+    /// Leads one batch when posts wait for a leader and nobody leads.
+    fn lead_if_free<B>(&self, batch: &B)
+    where
+        B: Batch<Job = J, Out = O>,
+    {
         let mut shared = self.lock();
-        let outcomes = outcomes.unwrap_or_else(|| {
-            taken
-                .iter()
-                .map(|_| failed("the engine panicked; the batch was not stored"))
-                .collect()
-        });
-        for ((t, caller), outcome) in taken.iter().zip(outcomes) {
-            shared.done.insert(*t, outcome);
-            caller.notify_one();
+        if shared.leader || shared.pending.is_empty() {
+            return;
         }
-        shared
+        shared.leader = true;
+        let target = shared.last_batch.clamp(1, MAX_BATCH);
+        let window = if shared.last_batch > 1 {
+            (shared.last_cost / 2).min(MAX_GATHER)
+        } else {
+            Duration::ZERO
+        };
+        drop(shared);
+
+        let started = Instant::now();
+        let mut taken = Taken::new();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.lead(batch, &mut taken, target, started + window)
+        }));
+        let mut shared = self.lock();
+        shared.leader = false;
+        shared.last_batch = taken.len();
+        shared.last_cost = started.elapsed();
+        // Leadership passes on before the disk wait: the next batch applies
+        // while this one is synced.
+        let next = shared.pending.first().map(|(_, slot)| Arc::clone(slot));
+        drop(shared);
+        if let Some(next) = next {
+            next.ask_to_lead();
+        }
+        let outcomes = match result {
+            Ok((outcomes, Some(pending))) => {
+                match catch_unwind(AssertUnwindSafe(|| batch.settle(&pending))) {
+                    Ok(Ok(())) => outcomes,
+                    Ok(Err(e)) => {
+                        let why = format!("the commit did not reach the disk: {e}");
+                        outcomes
+                            .into_iter()
+                            .map(|o| match o {
+                                Ok(_) => failed(&why),
+                                refused => refused,
+                            })
+                            .collect()
+                    }
+                    Err(payload) => {
+                        publish(&taken, None);
+                        resume_unwind(payload);
+                    }
+                }
+            }
+            Ok((outcomes, None)) => outcomes,
+            Err(payload) => {
+                publish(&taken, None);
+                resume_unwind(payload);
+            }
+        };
+        publish(&taken, Some(outcomes));
     }
 
     /// The leader's batch: takes posts as they arrive until `target` were taken or
@@ -210,7 +254,7 @@ impl<J, O> Group<J, O> {
     fn lead<B>(
         &self,
         batch: &B,
-        taken: &mut Taken,
+        taken: &mut Taken<O>,
         target: usize,
         deadline: Instant,
     ) -> (Vec<Result<O>>, Option<B::Pending>)
@@ -246,14 +290,14 @@ impl<J, O> Group<J, O> {
                 match batch.begin() {
                     Ok(opened) => tx = Some(opened),
                     Err(e) => {
-                        taken.extend(jobs.into_iter().map(|(t, _, c)| (t, c)));
+                        taken.extend(jobs.into_iter().map(|(_, slot)| slot));
                         let failures = taken.iter().map(|_| failed(&e.to_string()));
                         return (failures.collect(), None);
                     }
                 }
             }
-            for (ticket, job, caller) in jobs {
-                taken.push((ticket, caller));
+            for (job, caller) in jobs {
+                taken.push(caller);
                 let Some(open) = tx.as_mut() else { break };
                 match batch.apply(open, job) {
                     Ok(outcome) => outcomes.push(outcome),
@@ -285,6 +329,20 @@ impl<J, O> Group<J, O> {
                 (outcomes, None)
             }
         }
+    }
+}
+
+/// Hands each caller of a batch its outcome (`None`: the engine panicked) and
+/// wakes it.
+fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>) {
+    let outcomes = outcomes.unwrap_or_else(|| {
+        taken
+            .iter()
+            .map(|_| failed("the engine panicked; the batch was not stored"))
+            .collect()
+    });
+    for (caller, outcome) in taken.iter().zip(outcomes) {
+        caller.finish(outcome);
     }
 }
 
