@@ -44,6 +44,11 @@ const PENDING_LIMIT: usize = 16 << 20;
 const PAGE: u64 = 4096;
 /// Overlay pages before a checkpoint (16 MiB).
 const OVERLAY_LIMIT: usize = 4096;
+/// Buffers kept for sealed records: one per log write that may be under way at
+/// once, so a record is sealed into memory already in use rather than into a fresh
+/// allocation that grows, copying, to the record's size.
+const SPARE_BUFFERS: usize = 8;
+const SPARE_CAPACITY: usize = 1 << 20;
 /// The log grows by zero-filled steps, written once: a record written over them
 /// changes no file length or block map, so its write is a data-only flush.
 const GROW_STEP: u64 = 1 << 20;
@@ -137,8 +142,8 @@ struct State {
     pending: Aligned,
     /// Sealed records that no log write has taken yet, each padded; they end at `end`.
     sealed: Aligned,
-    /// A buffer a finished log write gave back, to hold the next sealed records.
-    spare: Option<Aligned>,
+    /// Buffers finished log writes gave back, to hold the next sealed records.
+    spare: Vec<Aligned>,
     salt: u64,
     seq: u64,
     /// Where the next record goes.
@@ -225,7 +230,7 @@ impl LoggedFile {
             state: Mutex::new(State {
                 pending: fresh_record(),
                 sealed: Aligned::default(),
-                spare: None,
+                spare: Vec::new(),
                 salt: log.salt,
                 seq: 0,
                 end: HEADER,
@@ -300,7 +305,7 @@ impl LoggedFile {
         if state.broken {
             return Err(broken());
         }
-        let fresh = state.spare.take().unwrap_or_default();
+        let fresh = state.spare.pop().unwrap_or_default();
         let bytes = std::mem::replace(&mut state.sealed, fresh);
         let at = state.end - bytes.len() as u64;
         // Registered under the state lock, so write numbers follow log order.
@@ -349,8 +354,9 @@ impl LoggedFile {
         let mut bytes = claim.bytes;
         bytes.clear();
         let mut state = self.lock();
-        if state.spare.is_none() {
-            state.spare = Some(bytes);
+        // The buffer of a large transaction's record is not kept.
+        if state.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_CAPACITY {
+            state.spare.push(bytes);
         }
         outcome
     }

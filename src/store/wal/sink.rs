@@ -54,6 +54,11 @@ impl Aligned {
         self.len
     }
 
+    /// The most bytes it holds without growing.
+    pub(super) fn capacity(&self) -> usize {
+        self.buf.len().saturating_sub(self.start)
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -161,6 +166,7 @@ mod tests {
             assert_eq!(a.as_slice().as_ptr() as usize % ALIGN, 0);
         }
         assert_eq!(a.len(), 20_000);
+        assert!(a.capacity() >= a.len());
         assert!(a.as_slice().iter().enumerate().all(|(i, &b)| b == i as u8));
         a.pad();
         assert_eq!(a.len(), 20_480);
