@@ -131,9 +131,11 @@ pub(super) struct LoggedFile {
     synced: Mutex<Synced>,
     /// Signalled when a log write ends.
     sync_done: Condvar,
-    /// The log file's length (zero-filled up to here), and the lock of its growth.
+    /// The log file's length (zero-filled up to here), and the lock of its growth
+    /// with the block of zeros it writes (made once, as fresh memory costs a page
+    /// fault per page).
     allocated: AtomicU64,
-    growing: Mutex<()>,
+    growing: Mutex<Aligned>,
 }
 
 #[derive(Debug)]
@@ -244,7 +246,7 @@ impl LoggedFile {
             synced: Mutex::new(Synced::default()),
             sync_done: Condvar::new(),
             allocated: AtomicU64::new(allocated),
-            growing: Mutex::new(()),
+            growing: Mutex::new(Aligned::default()),
         };
         backend.guarded(|state| backend.reset(state))?;
         Ok(backend)
@@ -324,13 +326,20 @@ impl LoggedFile {
     fn write_log(&self, at: u64, bytes: &[u8]) -> io::Result<()> {
         let end = at + bytes.len() as u64;
         if self.allocated.load(Ordering::Acquire) < end {
-            let _growing = self.growing.lock().unwrap_or_else(|p| p.into_inner());
+            let mut zeros = self.growing.lock().unwrap_or_else(|p| p.into_inner());
             let allocated = self.allocated.load(Ordering::Acquire);
             if allocated < end {
+                if zeros.is_empty() {
+                    *zeros = Aligned::zeroed(GROW_STEP as usize);
+                }
                 let target = end.div_ceil(GROW_STEP) * GROW_STEP;
-                let zeros = Aligned::zeroed((target - allocated) as usize);
-                self.sink
-                    .write_durable(&self.log, zeros.as_slice(), allocated)?;
+                let mut from = allocated;
+                while from < target {
+                    let n = (target - from).min(GROW_STEP) as usize;
+                    self.sink
+                        .write_durable(&self.log, &zeros.as_slice()[..n], from)?;
+                    from += n as u64;
+                }
                 self.allocated.store(target, Ordering::Release);
             }
         }
