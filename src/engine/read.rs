@@ -348,60 +348,115 @@ pub(crate) fn claim_view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
 
 /// Messages nested by parent, each level in creation order (SPEC §8.2).
 ///
-/// `messages` come in id order, so a parent's index is found by binary search, and
-/// each message's children form a list through `first_child`/`next_sibling`
-/// (indexes, in creation order): no map and no list per message.
+/// `messages` come in id order, so a parent's index is found by binary search, and a
+/// reply's index is always above its parent's. Walking the messages from the last
+/// one, every message's replies are therefore built before it: each is moved into
+/// its parent's list of replies (sized once, from a count), no message is copied
+/// and no map is needed.
 fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
-    const NONE: usize = usize::MAX;
+    const ROOT: usize = usize::MAX;
     let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
     let n = messages.len();
-    let (mut first_child, mut last_child, mut next_sibling) =
-        (vec![NONE; n], vec![NONE; n], vec![NONE; n]);
-    let mut roots = Vec::new();
+    let mut parent_of = vec![ROOT; n];
+    let mut reply_count = vec![0usize; n];
     for (i, m) in messages.iter().enumerate() {
-        match m.parent.and_then(|p| ids.binary_search(&p).ok()) {
-            Some(p) if p < i => {
-                if last_child[p] == NONE {
-                    first_child[p] = i;
-                } else {
-                    next_sibling[last_child[p]] = i;
+        if let Some(p) = m.parent.and_then(|p| ids.binary_search(&p).ok()) {
+            if p < i {
+                parent_of[i] = p;
+                reply_count[p] += 1;
+            }
+        }
+    }
+    // Replies arrive last first; each list is reversed when its message is built.
+    let mut replies: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
+    let mut roots = Vec::new();
+    for (i, message) in messages.into_iter().enumerate().rev() {
+        let mut own = std::mem::take(&mut replies[i]);
+        own.reverse();
+        let built = Value::Object(
+            view::message_entries(message, Some(own))
+                .into_iter()
+                .collect(),
+        );
+        match parent_of[i] {
+            ROOT => roots.push(built),
+            p => {
+                let list = &mut replies[p];
+                if list.capacity() == 0 {
+                    list.reserve_exact(reply_count[p]);
                 }
-                last_child[p] = i;
+                list.push(built);
             }
-            _ => roots.push(i),
         }
     }
-    let mut slots: Vec<Option<MessageRec>> = messages.into_iter().map(Some).collect();
-    fn build(
-        mut child: usize,
-        first_child: &[usize],
-        next_sibling: &[usize],
-        slots: &mut [Option<MessageRec>],
-    ) -> Vec<Value> {
-        let mut out = Vec::new();
-        while child != usize::MAX {
-            // Each message is rendered once: its slot is taken, its strings moved.
-            if let Some(message) = slots[child].take() {
-                let replies = build(first_child[child], first_child, next_sibling, slots);
-                let m: Map<String, Value> = view::message_entries(message, Some(replies))
-                    .into_iter()
-                    .collect();
-                out.push(Value::Object(m));
-            }
-            child = next_sibling[child];
-        }
-        out
-    }
-    let mut out = Vec::with_capacity(roots.len());
-    for root in roots {
-        if let Some(message) = slots[root].take() {
-            let replies = build(first_child[root], &first_child, &next_sibling, &mut slots);
-            out.push(Value::Object(
-                view::message_entries(message, Some(replies))
-                    .into_iter()
-                    .collect(),
-            ));
+    roots.reverse();
+    roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: u64, parent: Option<u64>) -> MessageRec {
+        MessageRec {
+            id,
+            kind: "note".into(),
+            thread: 1,
+            parent,
+            depth: 0,
+            identity: "a".into(),
+            extension: None,
+            human: false,
+            body: format!("body {id}"),
+            created_at: 0,
+            to: None,
+            state: None,
+            provenance: None,
+            claim: None,
+            counter_claim: None,
+            evidence: vec![],
+            supersedes: vec![],
+            valid_until: None,
         }
     }
-    out
+
+    /// `[id, [replies…]]` of a nested message list.
+    fn shape(list: &[Value]) -> Value {
+        Value::Array(
+            list.iter()
+                .map(|m| {
+                    let replies = m["replies"].as_array().expect("replies");
+                    serde_json::json!([m["id"], shape(replies)])
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn replies_nest_under_their_parents_in_creation_order() {
+        let messages = vec![
+            message(1, None),
+            message(2, Some(1)),
+            message(3, Some(1)),
+            message(4, Some(2)),
+            message(5, Some(99)), // a parent not in the thread: shown at the top
+            message(6, Some(3)),
+            message(7, Some(1)),
+            message(8, Some(2)),
+        ];
+        assert_eq!(
+            shape(&tree(messages)),
+            serde_json::json!([
+                [
+                    "msg_1",
+                    [
+                        ["msg_2", [["msg_4", []], ["msg_8", []]]],
+                        ["msg_3", [["msg_6", []]]],
+                        ["msg_7", []]
+                    ]
+                ],
+                ["msg_5", []]
+            ])
+        );
+    }
 }
