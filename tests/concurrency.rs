@@ -70,3 +70,66 @@ fn parallel_writers_lose_nothing() {
     drop(view);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `post_all` posts a bunch as concurrent callers would: each envelope keeps its
+/// own outcome, in order, and a refusal (even one caused by an earlier post of the
+/// same bunch) leaves no trace.
+#[test]
+fn post_all_keeps_each_outcome_in_order() {
+    use parley_forum::Reason;
+    let dir = std::env::temp_dir().join(format!("parley-post-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = Config::default();
+    config.limits.writes_per_minute = 0;
+    let forum = Forum::open(dir.join("f.redb"), config).unwrap();
+    let a = forum
+        .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
+        .unwrap();
+    let host = forum
+        .create_token(&TokenSpec::llm("host", &[Right::Read, Right::Write]))
+        .unwrap();
+    // Asked by another identity, so a's notes are no self-replies.
+    let root = forum
+        .call(Some(&host), "post", &json!({"kind": "ask", "body": "root"}))
+        .unwrap();
+    let thread = root["thread"]["id"].as_str().unwrap().to_string();
+    let note = |body: &str| json!({"kind": "note", "thread": thread, "body": body});
+    let envelopes = [
+        (Some(a.as_str()), note("one")),
+        (None, note("no token")),
+        (Some(a.as_str()), json!(["not", "an", "object"])),
+        (Some(a.as_str()), note("one")),
+        (Some(a.as_str()), note("two")),
+    ];
+    let posts: Vec<(Option<&str>, &serde_json::Value)> =
+        envelopes.iter().map(|(t, e)| (*t, e)).collect();
+    let outcomes = forum.post_all(&posts);
+    assert_eq!(outcomes.len(), 5);
+    let reason = |i: usize| outcomes[i].as_ref().unwrap_err().refusal().unwrap().reason;
+    assert_eq!(reason(1), Reason::TokenMissing);
+    assert_eq!(reason(2), Reason::InvalidBody);
+    assert_eq!(
+        reason(3),
+        Reason::RepeatedBody,
+        "the first post of the bunch came first"
+    );
+    let id = |i: usize| {
+        let m = &outcomes[i].as_ref().unwrap()["message"];
+        assert_eq!(m["thread"], json!(thread));
+        let id = m["id"].as_str().unwrap();
+        id.trim_start_matches("msg_").parse::<u64>().unwrap()
+    };
+    let (first, last) = (id(0), id(4));
+    assert!(first < last, "ids follow the bunch's order: {first} {last}");
+    let read = forum
+        .call(Some(&a), "get_thread", &json!({ "thread": thread }))
+        .unwrap();
+    assert_eq!(
+        read["thread"]["message_count"],
+        json!(3),
+        "root and two notes"
+    );
+    assert!(forum.post_all(&[]).is_empty());
+    drop(forum);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -53,8 +53,9 @@ pub(crate) trait Batch {
 }
 
 struct Shared<J, O> {
-    /// Jobs waiting for a leader, with the slot their caller sleeps on.
-    pending: Vec<(J, Arc<Slot<O>>)>,
+    /// Jobs waiting for a leader, with the slot their caller sleeps on and their
+    /// place in it.
+    pending: Vec<(J, Arc<Slot<O>>, usize)>,
     leader: bool,
     /// The leader sleeps on `arrival` for more posts: a new post wakes it.
     gathering: bool,
@@ -86,30 +87,34 @@ impl<J, O> Default for Group<J, O> {
     }
 }
 
-/// Where one caller sleeps until its batch hands it its outcome, or it is asked to
-/// lead. A slot has a lock of its own, so a leader waking its callers does not make
-/// them queue for the group's lock, nor the group's other callers wait on them.
+/// Where one caller sleeps until its batches hand it the outcomes of its jobs, or
+/// it is asked to lead. A slot has a lock of its own, so a leader waking its
+/// callers does not make them queue for the group's lock, nor the group's other
+/// callers wait on them.
 struct Slot<O> {
     state: Mutex<SlotState<O>>,
     wake: Condvar,
 }
 
 struct SlotState<O> {
-    outcome: Option<Result<O>>,
+    /// One per job of the caller, in its order.
+    outcomes: Vec<Option<Result<O>>>,
+    missing: usize,
     lead: bool,
 }
 
 /// Why a caller woke.
 enum Woke<O> {
-    Done(Result<O>),
+    Done(Vec<Result<O>>),
     Lead,
 }
 
 impl<O> Slot<O> {
-    fn new() -> Self {
+    fn new(jobs: usize) -> Self {
         Slot {
             state: Mutex::new(SlotState {
-                outcome: None,
+                outcomes: (0..jobs).map(|_| None).collect(),
+                missing: jobs,
                 lead: false,
             }),
             wake: Condvar::new(),
@@ -120,12 +125,13 @@ impl<O> Slot<O> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sleeps until an outcome arrives or the caller is asked to lead.
+    /// Sleeps until every outcome arrived or the caller is asked to lead.
     fn wait(&self) -> Woke<O> {
         let mut state = self.lock();
         loop {
-            if let Some(outcome) = state.outcome.take() {
-                return Woke::Done(outcome);
+            if state.missing == 0 {
+                let outcomes = std::mem::take(&mut state.outcomes);
+                return Woke::Done(outcomes.into_iter().flatten().collect());
             }
             if std::mem::take(&mut state.lead) {
                 return Woke::Lead;
@@ -134,9 +140,16 @@ impl<O> Slot<O> {
         }
     }
 
-    fn finish(&self, outcome: Result<O>) {
-        self.lock().outcome = Some(outcome);
-        self.wake.notify_one();
+    /// Hands over the outcome of job `index`; wakes the caller with its last one.
+    fn finish(&self, index: usize, outcome: Result<O>) {
+        let mut state = self.lock();
+        state.outcomes[index] = Some(outcome);
+        state.missing -= 1;
+        let all = state.missing == 0;
+        drop(state);
+        if all {
+            self.wake.notify_one();
+        }
     }
 
     fn ask_to_lead(&self) {
@@ -149,8 +162,8 @@ fn failed<O>(why: &str) -> Result<O> {
     Err(Error::Storage(why.to_string()))
 }
 
-/// The callers of the jobs a leader took, in order.
-type Taken<O> = Vec<Arc<Slot<O>>>;
+/// The callers of the jobs a leader took, in order, with each job's place.
+type Taken<O> = Vec<(Arc<Slot<O>>, usize)>;
 
 impl<J, O> Group<J, O> {
     fn lock(&self) -> MutexGuard<'_, Shared<J, O>> {
@@ -166,20 +179,36 @@ impl<J, O> Group<J, O> {
     where
         B: Batch<Job = J, Out = O>,
     {
-        let me = Arc::new(Slot::new());
+        let mut outcomes = self.submit_all(vec![job], batch);
+        outcomes.pop().expect("one outcome per job")
+    }
+
+    /// [`Self::submit`] for several jobs at once, as if from as many callers: they
+    /// are queued together and may share batches; each keeps its own outcome, in
+    /// order. The caller is woken once, when the last outcome is in.
+    pub(crate) fn submit_all<B>(&self, jobs: Vec<J>, batch: &B) -> Vec<Result<O>>
+    where
+        B: Batch<Job = J, Out = O>,
+    {
+        if jobs.is_empty() {
+            return Vec::new();
+        }
+        let me = Arc::new(Slot::new(jobs.len()));
         {
             let mut shared = self.lock();
-            shared.pending.push((job, Arc::clone(&me)));
+            for (index, job) in jobs.into_iter().enumerate() {
+                shared.pending.push((job, Arc::clone(&me), index));
+            }
             if shared.gathering {
                 self.arrival.notify_one();
             }
         }
         loop {
             self.lead_if_free(batch);
-            // A caller whose post is in a batch waits for its outcome; a caller
-            // whose post still waits is woken to lead when a leader finishes.
+            // A caller whose posts are in a batch waits for their outcomes; a
+            // caller whose posts still wait is woken to lead when a leader finishes.
             match me.wait() {
-                Woke::Done(outcome) => return outcome,
+                Woke::Done(outcomes) => return outcomes,
                 Woke::Lead => continue,
             }
         }
@@ -214,7 +243,7 @@ impl<J, O> Group<J, O> {
         shared.last_cost = started.elapsed();
         // Leadership passes on before the disk wait: the next batch applies
         // while this one is synced.
-        let next = shared.pending.first().map(|(_, slot)| Arc::clone(slot));
+        let next = shared.pending.first().map(|(_, slot, _)| Arc::clone(slot));
         drop(shared);
         if let Some(next) = next {
             next.ask_to_lead();
@@ -290,14 +319,14 @@ impl<J, O> Group<J, O> {
                 match batch.begin() {
                     Ok(opened) => tx = Some(opened),
                     Err(e) => {
-                        taken.extend(jobs.into_iter().map(|(_, slot)| slot));
+                        taken.extend(jobs.into_iter().map(|(_, slot, at)| (slot, at)));
                         let failures = taken.iter().map(|_| failed(&e.to_string()));
                         return (failures.collect(), None);
                     }
                 }
             }
-            for (job, caller) in jobs {
-                taken.push(caller);
+            for (job, caller, at) in jobs {
+                taken.push((caller, at));
                 let Some(open) = tx.as_mut() else { break };
                 match batch.apply(open, job) {
                     Ok(outcome) => outcomes.push(outcome),
@@ -341,8 +370,8 @@ fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>) {
             .map(|_| failed("the engine panicked; the batch was not stored"))
             .collect()
     });
-    for (caller, outcome) in taken.iter().zip(outcomes) {
-        caller.finish(outcome);
+    for ((caller, at), outcome) in taken.iter().zip(outcomes) {
+        caller.finish(*at, outcome);
     }
 }
 
@@ -512,5 +541,20 @@ mod tests {
         assert_eq!(first.join().unwrap().unwrap(), Value::from(10));
         assert_eq!(second.join().unwrap().unwrap(), Value::from(20));
         assert_eq!(*log.settled.lock().unwrap(), [1, 2]);
+    }
+
+    #[test]
+    fn several_jobs_of_one_caller_share_a_batch_and_keep_their_outcomes() {
+        let group: Group<u64, Value> = Group::default();
+        let log = Log::default();
+        let outcomes = group.submit_all(vec![1, 13, 2, 3], &log);
+        assert_eq!(outcomes.len(), 4);
+        assert_eq!(outcomes[0].as_ref().unwrap(), &Value::from(10));
+        let refused = outcomes[1].as_ref().unwrap_err();
+        assert_eq!(refused.refusal().unwrap().reason, crate::Reason::SelfReply);
+        assert_eq!(outcomes[3].as_ref().unwrap(), &Value::from(30));
+        assert_eq!(*log.committed.lock().unwrap(), [1, 2, 3]);
+        assert_eq!(log.batches.load(Ordering::SeqCst), 1, "queued together");
+        assert!(group.submit_all(Vec::new(), &log).is_empty());
     }
 }

@@ -96,11 +96,7 @@ impl Forum {
         let args_obj = match args {
             Value::Null => &empty,
             Value::Object(map) => map,
-            _ if operation == "post" => {
-                return Err(
-                    Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object").into(),
-                )
-            }
+            _ if operation == "post" => return Err(post::not_an_envelope()),
             _ if OPERATIONS.contains(&operation) => {
                 return Err(Refusal::new(
                     Reason::InvalidArgument,

@@ -9,6 +9,7 @@
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
+mod posts;
 mod rest;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use origin::Origins;
 pub(crate) struct App {
     pub(crate) forum: Arc<Forum>,
     pub(crate) origins: Arc<Origins>,
+    pub(crate) posts: Arc<posts::Posts>,
 }
 
 /// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
@@ -48,6 +50,10 @@ pub(crate) fn serve(
         .build()
         .map_err(|e| Failure::Other(format!("cannot start the async runtime: {e}")))?;
     let forum = Arc::new(forum);
+    let posts = Arc::new(
+        posts::Posts::start(&forum)
+            .map_err(|e| Failure::Other(format!("cannot start the engine threads: {e}")))?,
+    );
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -63,6 +69,7 @@ pub(crate) fn serve(
         let app = App {
             forum: Arc::clone(&forum),
             origins: Arc::new(origins),
+            posts: Arc::clone(&posts),
         };
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -86,9 +93,11 @@ pub(crate) fn serve(
             }
         }
     })?;
-    // Dropping the runtime waits for blocking calls still running; only then is the
-    // last reference to the forum released and the database closed.
+    // Dropping the runtime waits for blocking calls still running, and stopping the
+    // engine threads for the posts already queued; only then is the last reference
+    // to the forum released and the database closed.
     drop(runtime);
+    posts.stop();
     match Arc::try_unwrap(forum) {
         Ok(forum) => drop(forum),
         Err(_) => {
@@ -218,12 +227,17 @@ pub(crate) async fn blocking<T: Send + 'static>(
 ) -> Result<T, Response> {
     tokio::task::spawn_blocking(f).await.map_err(|err| {
         eprintln!("parley: an engine call failed: {err}");
-        error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            "the engine call failed",
-        )
+        engine_failed()
     })
+}
+
+/// The answer to a request whose engine call panicked.
+pub(crate) fn engine_failed() -> Response {
+    error_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "the engine call failed",
+    )
 }
 
 /// A JSON response with the given status.

@@ -10,7 +10,8 @@ use parley_forum::{Error, Reason, Refusal};
 use serde_json::{Map, Value};
 
 use super::{
-    bearer, blocking, error_response, json_response, read_body, refusal_response, App, BodyError,
+    bearer, blocking, engine_failed, error_response, json_response, read_body, refusal_response,
+    App, BodyError,
 };
 
 /// Arguments that are numbers; every other query parameter stays a string (cursors
@@ -102,7 +103,12 @@ pub(crate) async fn post_message(
             return refusal_response(&refusal);
         }
     };
-    call(app, token, "post", envelope, StatusCode::CREATED).await
+    // Posts go to the engine threads in bunches (see `posts`), not one by one
+    // through the blocking pool.
+    match app.posts.post(token, envelope).await {
+        Some(outcome) => respond("post", outcome, StatusCode::CREATED),
+        None => engine_failed(),
+    }
 }
 
 pub(crate) async fn not_found() -> Response {
@@ -142,10 +148,15 @@ async fn call(
     success: StatusCode,
 ) -> Response {
     let forum = app.forum.clone();
-    let outcome = match blocking(move || forum.call(token.as_deref(), op, &args)).await {
-        Ok(outcome) => outcome,
-        Err(resp) => return resp,
-    };
+    match blocking(move || forum.call(token.as_deref(), op, &args)).await {
+        Ok(outcome) => respond(op, outcome, success),
+        Err(resp) => resp,
+    }
+}
+
+/// The response to an engine call's outcome: `success` with the result, the
+/// reason's status for a refusal.
+fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCode) -> Response {
     match outcome {
         Ok(result) => json_response(success, &result),
         Err(Error::Refused(refusal)) => refusal_response(&refusal),
