@@ -136,6 +136,9 @@ pub(super) struct LoggedFile {
     /// fault per page).
     allocated: AtomicU64,
     growing: Mutex<Aligned>,
+    /// Tests: every log write fails, after this long.
+    #[cfg(test)]
+    fail_writes_after: Mutex<Option<std::time::Duration>>,
 }
 
 #[derive(Debug)]
@@ -247,6 +250,8 @@ impl LoggedFile {
             sync_done: Condvar::new(),
             allocated: AtomicU64::new(allocated),
             growing: Mutex::new(Aligned::default()),
+            #[cfg(test)]
+            fail_writes_after: Mutex::new(None),
         };
         backend.guarded(|state| backend.reset(state))?;
         Ok(backend)
@@ -324,6 +329,11 @@ impl LoggedFile {
 
     /// Writes `bytes` at `at` in the log, durably, growing the log first if needed.
     fn write_log(&self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(delay) = *self.fail_writes_after.lock().unwrap() {
+            std::thread::sleep(delay);
+            return Err(io::Error::other("a log write failed (injected)"));
+        }
         let end = at + bytes.len() as u64;
         if self.allocated.load(Ordering::Acquire) < end {
             let mut zeros = self.growing.lock().unwrap_or_else(|p| p.into_inner());
@@ -348,9 +358,8 @@ impl LoggedFile {
 
     /// Records the end of a log write, wakes its waiters, and keeps its buffer.
     fn finish(&self, claim: Claim, outcome: io::Result<()>) -> io::Result<()> {
-        if outcome.is_err() {
-            self.lock().broken = true;
-        }
+        // The failure is told to waiters before the state lock is taken: a
+        // checkpoint holds that lock while it waits for the writes under way.
         {
             let mut synced = self.lock_synced();
             match outcome {
@@ -363,6 +372,9 @@ impl LoggedFile {
         let mut bytes = claim.bytes;
         bytes.clear();
         let mut state = self.lock();
+        if outcome.is_err() {
+            state.broken = true;
+        }
         // The buffer of a large transaction's record is not kept.
         if state.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_CAPACITY {
             state.spare.push(bytes);

@@ -333,3 +333,26 @@ fn a_version_1_log_without_padding_is_replayed() {
     assert_eq!(b.len().unwrap(), PAGE);
     assert_eq!(read(&b, 0, 16), [[1u8; 8], [2; 8]].concat());
 }
+
+#[test]
+fn a_failed_log_write_fails_its_waiters_and_the_checkpoint_waiting_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = open_pair(dir.path());
+    b.set_len(PAGE).unwrap();
+    b.write(0, &[1; 8]).unwrap();
+    b.sync_data().unwrap();
+    *b.fail_writes_after.lock().unwrap() = Some(std::time::Duration::from_millis(150));
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| b.wait_durable(1));
+        // Let the waiter's write get under way, then close: the checkpoint waits
+        // for that write, which fails, and must then fail rather than wait forever.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(b.close().is_err(), "the checkpoint heard of the failure");
+        assert!(
+            waiter.join().unwrap().is_err(),
+            "the commit never became durable"
+        );
+    });
+    assert!(b.sync_data().is_err(), "broken until the forum is reopened");
+    assert!(b.wait_durable(1).is_err());
+}
