@@ -8,6 +8,15 @@ use crate::time;
 
 /// An object from owned values. `json!` would deep-copy every `Value` placed in it.
 pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    if N <= 3 {
+        // A few inserts into an empty map cost less than collecting, which first
+        // gathers the pairs in a vector of their own and sorts it.
+        let mut map = Map::new();
+        for (k, v) in pairs {
+            map.insert(k.to_string(), v);
+        }
+        return Value::Object(map);
+    }
     Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
@@ -28,8 +37,8 @@ pub(crate) fn awaiting(a: &Option<Awaiting>) -> Value {
     match a {
         None => Value::Null,
         Some(a) => object([
-            ("identity", Value::from(a.identity.as_str())),
             ("extension", opt_string(&a.extension)),
+            ("identity", Value::from(a.identity.as_str())),
             ("message", key(IdKind::Message, a.message)),
         ]),
     }
@@ -117,27 +126,28 @@ pub(crate) fn message_entries(m: MessageRec, replies: Option<Vec<Value>>) -> Vec
 
 /// A thread summary (SPEC §8.2).
 pub(crate) fn thread(t: &ThreadRec) -> Value {
+    // In key order: the map sorts its pairs first, which then costs no moves.
     object([
-        ("id", key(IdKind::Thread, t.id)),
-        ("topic", Value::from(t.topic.as_str())),
+        ("awaiting", awaiting(&t.awaiting)),
+        ("created_at", Value::from(time::format(t.created_at))),
         (
             "creator",
             object([
-                ("identity", Value::from(t.creator.as_str())),
                 ("extension", opt_string(&t.creator_extension)),
+                ("identity", Value::from(t.creator.as_str())),
             ]),
         ),
+        ("id", key(IdKind::Thread, t.id)),
+        ("locked", Value::from(t.locked())),
+        ("message_count", Value::from(t.message_count)),
         ("state", Value::from(t.state.as_str())),
+        ("state_confirmed_at", opt_time(t.state_confirmed_at)),
+        ("state_label", opt_string(&t.state_label)),
         (
             "state_origin",
             Value::from(if t.state_by_user { "user" } else { "llm" }),
         ),
-        ("state_confirmed_at", opt_time(t.state_confirmed_at)),
-        ("state_label", opt_string(&t.state_label)),
-        ("locked", Value::from(t.locked())),
-        ("awaiting", awaiting(&t.awaiting)),
-        ("message_count", Value::from(t.message_count)),
-        ("created_at", Value::from(time::format(t.created_at))),
+        ("topic", Value::from(t.topic.as_str())),
         ("updated_at", Value::from(time::format(t.updated_at))),
     ])
 }
