@@ -204,7 +204,7 @@ impl Forum {
         let mut before = None;
         let mut thread = match place.thread {
             Some(t) => {
-                before = Some(t.clone());
+                before = Some(t.spot());
                 t
             }
             None => {

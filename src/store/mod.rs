@@ -12,7 +12,7 @@ mod wal;
 
 pub use redb_store::{check_integrity, RedbStore};
 
-use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
+use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec};
 
 use crate::error::Result;
 use crate::protocol::ids::IdKind;
@@ -74,13 +74,13 @@ pub trait WriteTx: ReadTx {
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()>;
     /// Stores an identity record.
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()>;
-    /// Stores a new message and its thread's new record; `before` is the thread's
-    /// previous record, so the turn and activity indexes can drop its old positions.
+    /// Stores a new message and its thread's new record; `before` is where the
+    /// thread's previous record sat, so the turn and activity indexes can drop it.
     fn put_post(
         &mut self,
         message: &MessageRec,
         thread: &ThreadRec,
-        before: Option<&ThreadRec>,
+        before: Option<&ThreadSpot>,
     ) -> Result<()>;
     /// Stores a claim.
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;

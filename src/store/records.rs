@@ -94,6 +94,28 @@ impl ThreadRec {
     pub fn locked(&self) -> bool {
         self.state == State::Closed && self.state_confirmed_at.is_some()
     }
+
+    /// The fields its index entries are made of.
+    pub fn spot(&self) -> ThreadSpot {
+        ThreadSpot {
+            awaiting: self.awaiting.clone(),
+            state: self.state,
+            last_message: self.last_message,
+        }
+    }
+}
+
+/// Where a thread's record sits in the turn and activity indexes: a post that moves
+/// the thread drops these entries, so it keeps them rather than a copy of the
+/// whole record.
+#[derive(Debug, Clone)]
+pub struct ThreadSpot {
+    /// Whose turn it was.
+    pub awaiting: Option<Awaiting>,
+    /// Its state.
+    pub state: State,
+    /// Its latest message.
+    pub last_message: u64,
 }
 
 /// A message. Stored in the binary form of `codec`, not as JSON.

@@ -7,7 +7,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHand
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
+use super::records::{
+    Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec,
+};
 use super::tables::*;
 use super::{codec, wal, Durable, Flow, ReadTx, Store, Visit, WriteTx};
 use crate::config::Durability;
@@ -480,16 +482,16 @@ impl WriteTx for Writer<'_> {
         &mut self,
         message: &MessageRec,
         thread: &ThreadRec,
-        before: Option<&ThreadRec>,
+        before: Option<&ThreadSpot>,
     ) -> Result<()> {
-        let turn = |t: &ThreadRec| {
-            t.awaiting
-                .as_ref()
-                .map(|a| key::turn(&a.identity, a.message))
-        };
-        let old_turn = before.and_then(turn);
+        let turn = |a: &Option<Awaiting>| a.as_ref().map(|a| key::turn(&a.identity, a.message));
+        let old_turn = before.and_then(|b| turn(&b.awaiting));
         // A locked thread waits for nobody's inbox.
-        let new_turn = if thread.locked() { None } else { turn(thread) };
+        let new_turn = if thread.locked() {
+            None
+        } else {
+            turn(&thread.awaiting)
+        };
         // Each table is opened once: an open costs about as much as an insert.
         {
             let mut index = self.table(INDEX)?;
