@@ -40,7 +40,7 @@ impl<'f> Batch for Poster<'f> {
             .authenticate(&**tx, job.token.as_deref())
             .and_then(|caller| {
                 let checked = job.checked?;
-                forum.apply(&mut **tx, &caller, &checked, forum.now())
+                forum.apply(&mut **tx, &caller, checked, forum.now())
             });
         match outcome {
             // A failure below the protocol may have left part of this post written.
@@ -133,7 +133,7 @@ impl Forum {
         &self,
         tx: &mut dyn WriteTx,
         caller: &Caller,
-        env: &Checked,
+        env: Checked,
         now: i64,
     ) -> Result<Applied> {
         let act = env.act;
@@ -142,7 +142,7 @@ impl Forum {
             caller.require(Right::Verify)?;
         }
         self.check_rate(tx, caller, now)?;
-        let place = resolve(tx, env)?;
+        let place = resolve(tx, &env)?;
         let thread = place.thread.as_ref();
 
         if let Some(t) = thread {
@@ -158,12 +158,12 @@ impl Forum {
             check_authority(caller, act, t)?;
         }
         check_supersede_authority(tx, caller, &place)?;
-        check_loop_guards(caller, env, &place)?;
+        check_loop_guards(caller, &env, &place)?;
         let effect = match thread {
-            Some(t) => transition(caller, env, t)?,
+            Some(t) => transition(caller, &env, t)?,
             None => Effect::None,
         };
-        check_dialectic(caller, env, &place)?;
+        check_dialectic(caller, &env, &place)?;
         check_limits(&self.config.limits, &place)?;
 
         self.write_post(tx, caller, env, place, effect, now)
@@ -188,11 +188,13 @@ impl Forum {
         Ok(())
     }
 
+    /// Writes the post. The envelope is taken whole so its body moves into the
+    /// message rather than being copied: this runs in the batch's serial part.
     fn write_post(
         &self,
         tx: &mut dyn WriteTx,
         caller: &Caller,
-        env: &Checked,
+        env: Checked,
         place: Place,
         effect: Effect,
         now: i64,
@@ -239,7 +241,7 @@ impl Forum {
             identity: caller.identity.clone(),
             extension: env.extension.clone(),
             human: caller.human,
-            body: env.body.clone(),
+            body: env.body,
             created_at: now,
             to: env.to.clone(),
             state: env.state,
@@ -337,7 +339,7 @@ impl Forum {
                 thread: thread.id,
                 identity: caller.identity.clone(),
                 extension: env.extension.clone(),
-                text: env.body.clone(),
+                text: message.body.clone(),
                 status: "unverified".into(),
                 evidence: env.evidence.clone(),
                 attestations: Vec::new(),
