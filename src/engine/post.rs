@@ -11,7 +11,7 @@ use super::rules::{
     check_authority, check_dialectic, check_limits, check_loop_guards, check_supersede_authority,
     transition,
 };
-use super::tokens::{Caller, Right};
+use super::tokens::{presented, Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
@@ -37,7 +37,7 @@ impl<'f> Batch for Poster<'f> {
     fn apply(&self, tx: &mut Self::Tx, job: PostJob) -> Result<Result<Applied>, Error> {
         let forum = self.0;
         let outcome = forum
-            .authenticate(&**tx, job.token.as_deref())
+            .authenticate_digest(&**tx, job.token.as_ref())
             .and_then(|caller| {
                 let checked = job.checked?;
                 forum.apply(&mut **tx, &caller, checked, forum.now())
@@ -64,7 +64,8 @@ impl<'f> Batch for Poster<'f> {
 
 /// A post waiting for its batch.
 pub(crate) struct PostJob {
-    token: Option<String>,
+    /// The digest of its token (see `tokens::presented`).
+    token: Option<[u8; 32]>,
     checked: std::result::Result<Checked, Refusal>,
 }
 
@@ -92,7 +93,7 @@ impl Forum {
     pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
         // Parsing needs no storage; its verdict is reported after the token's (§12.1).
         let job = PostJob {
-            token: token.map(str::to_string),
+            token: presented(token),
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
         };
         self.group.submit(job, &Poster(self)).map(Applied::render)
@@ -113,7 +114,7 @@ impl Forum {
             }
             early.push(None);
             jobs.push(PostJob {
-                token: token.map(str::to_string),
+                token: presented(*token),
                 checked: envelope::check(envelope, &self.config.limits, self.config.dialectic),
             });
         }

@@ -182,12 +182,21 @@ fn key(digest: &[u8; 32]) -> &[u8] {
 
 /// Finds the live token record for a secret.
 pub(crate) fn lookup(tx: &dyn ReadTx, token: &str) -> Result<Option<TokenRec>> {
-    let digest = hash(token);
-    let Some(rec) = tx.token(key(&digest))? else {
+    lookup_digest(tx, &hash(token))
+}
+
+/// [`lookup`] of a token by its digest.
+fn lookup_digest(tx: &dyn ReadTx, digest: &[u8; 32]) -> Result<Option<TokenRec>> {
+    let Some(rec) = tx.token(key(digest))? else {
         return Ok(None);
     };
     let stored: [u8; 32] = unhex(&rec.digest).unwrap_or([0; 32]);
-    Ok((constant_time_eq(&stored, &digest) && !rec.revoked).then_some(rec))
+    Ok((constant_time_eq(&stored, digest) && !rec.revoked).then_some(rec))
+}
+
+/// The digest of a presented token; `None` when none (or an empty one) was given.
+pub(crate) fn presented(token: Option<&str>) -> Option<[u8; 32]> {
+    token.filter(|t| !t.is_empty()).map(hash)
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {
@@ -379,17 +388,26 @@ impl CallerCache {
 impl Forum {
     /// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
     pub(crate) fn authenticate(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
-        let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+        self.authenticate_digest(tx, presented(token).as_ref())
+    }
+
+    /// [`Self::authenticate`] of a token hashed beforehand ([`presented`]): a post
+    /// hashes its token before it queues, outside the batch's serial part.
+    pub(crate) fn authenticate_digest(
+        &self,
+        tx: &dyn ReadTx,
+        digest: Option<&[u8; 32]>,
+    ) -> Result<Caller> {
+        let digest = *digest.ok_or_else(|| {
             Error::Refused(Refusal::new(
                 Reason::TokenMissing,
                 "this operation needs a token",
             ))
         })?;
-        let digest = hash(token);
         if let Some(caller) = self.callers.get(&digest) {
             return Ok(caller);
         }
-        let rec = lookup(tx, token)?.ok_or_else(|| {
+        let rec = lookup_digest(tx, &digest)?.ok_or_else(|| {
             Error::Refused(Refusal::new(
                 Reason::TokenInvalid,
                 "the token is unknown or revoked",
