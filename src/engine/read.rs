@@ -56,7 +56,7 @@ struct Page {
 
 impl Forum {
     /// Token, then argument syntax, then the `read` right (§12.1).
-    fn reader(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
+    fn reader(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<std::sync::Arc<Caller>> {
         self.authenticate(tx, token)
     }
 

@@ -1,7 +1,7 @@
 //! Token administration for the host (SPEC §2): never reachable over the wire.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -355,13 +355,13 @@ impl Caller {
 /// its token record again. Revocation removes the entry before and after its
 /// commit, so no post is admitted on a revoked token.
 #[derive(Default)]
-pub(crate) struct CallerCache(RwLock<HashMap<[u8; 32], Caller>>);
+pub(crate) struct CallerCache(RwLock<HashMap<[u8; 32], Arc<Caller>>>);
 
 /// More distinct live tokens than this and the cache starts over.
 const CACHE_MAX: usize = 4096;
 
 impl CallerCache {
-    fn get(&self, digest: &[u8; 32]) -> Option<Caller> {
+    fn get(&self, digest: &[u8; 32]) -> Option<Arc<Caller>> {
         self.0
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -369,12 +369,12 @@ impl CallerCache {
             .cloned()
     }
 
-    fn put(&self, digest: [u8; 32], caller: &Caller) {
+    fn put(&self, digest: [u8; 32], caller: &Arc<Caller>) {
         let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
         if map.len() >= CACHE_MAX {
             map.clear();
         }
-        map.insert(digest, caller.clone());
+        map.insert(digest, Arc::clone(caller));
     }
 
     fn forget(&self, digest: &[u8; 32]) {
@@ -387,7 +387,7 @@ impl CallerCache {
 
 impl Forum {
     /// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
-    pub(crate) fn authenticate(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Caller> {
+    pub(crate) fn authenticate(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Arc<Caller>> {
         self.authenticate_digest(tx, presented(token).as_ref())
     }
 
@@ -397,7 +397,7 @@ impl Forum {
         &self,
         tx: &dyn ReadTx,
         digest: Option<&[u8; 32]>,
-    ) -> Result<Caller> {
+    ) -> Result<Arc<Caller>> {
         let digest = *digest.ok_or_else(|| {
             Error::Refused(Refusal::new(
                 Reason::TokenMissing,
@@ -413,12 +413,13 @@ impl Forum {
                 "the token is unknown or revoked",
             ))
         })?;
-        let caller = Caller {
+        // Shared, not copied: every post of a known token reads it.
+        let caller = Arc::new(Caller {
             identity: rec.identity,
             human: rec.human,
             rights: rec.rights,
             label: rec.label,
-        };
+        });
         self.callers.put(digest, &caller);
         Ok(caller)
     }
