@@ -1,13 +1,13 @@
 //! Group commit: concurrent posts are coalesced into one write transaction, so one
-//! fsync serves many posts, while each post keeps its own outcome.
+//! durable write serves many posts, while each post keeps its own outcome.
 //!
 //! A caller that finds posts waiting and no leader becomes the leader. It opens one
 //! transaction and applies pending posts in order as they arrive; while other
 //! writers were active in the last batch it keeps the transaction open a little
 //! (at most the last batch's duration, at most `MAX_GATHER`) for them to queue
 //! again, applying each as it comes, then commits once. It then hands leadership
-//! on, waits for its commit to reach the disk (one log sync serves every commit
-//! written before it) while the next leader already applies the next batch, and
+//! on, waits for its commit to reach the disk (one log write serves every commit
+//! sealed before it) while the next leader already applies the next batch, and
 //! wakes each of its callers with its outcome. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
 //! - a storage failure while applying, or a failed commit or sync, fails every post
