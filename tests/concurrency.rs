@@ -6,25 +6,37 @@ use std::sync::Arc;
 use parley_forum::{Config, Forum, Right, TokenSpec};
 use serde_json::json;
 
+/// A fresh directory for one test's forum file.
+fn scratch_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("parley-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A token that reads and writes, issued to `name`.
+fn writer(forum: &Forum, name: &str) -> String {
+    forum
+        .create_token(&TokenSpec::llm(name, &[Right::Read, Right::Write]))
+        .unwrap()
+}
+
+/// Asks a question; returns its thread's id.
+fn ask(forum: &Forum, token: &str, body: &str) -> String {
+    let root = forum
+        .call(Some(token), "post", &json!({"kind": "ask", "body": body}))
+        .unwrap();
+    root["thread"]["id"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn parallel_writers_lose_nothing() {
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
     config.limits.thread_max_messages = 10_000;
-    let dir = std::env::temp_dir().join(format!("parley-conc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("conc");
     let forum = Arc::new(Forum::open(dir.join("f.redb"), config).unwrap());
-    let asker = forum
-        .create_token(&TokenSpec::llm("asker", &[Right::Read, Right::Write]))
-        .unwrap();
-    let root = forum
-        .call(
-            Some(&asker),
-            "post",
-            &json!({"kind": "ask", "body": "shared"}),
-        )
-        .unwrap();
-    let thread = root["thread"]["id"].as_str().unwrap().to_string();
+    let asker = writer(&forum, "asker");
+    let thread = ask(&forum, &asker, "shared");
 
     let writers = 8;
     let per_writer = 40;
@@ -32,7 +44,7 @@ fn parallel_writers_lose_nothing() {
         .map(|w| {
             let forum = Arc::clone(&forum);
             let thread = thread.clone();
-            let token = forum.create_token(&TokenSpec::llm(&format!("w{w}"), &[Right::Read, Right::Write])).unwrap();
+            let token = writer(&forum, &format!("w{w}"));
             std::thread::spawn(move || {
                 let mut ids = Vec::new();
                 for i in 0..per_writer {
@@ -77,22 +89,13 @@ fn parallel_writers_lose_nothing() {
 #[test]
 fn post_all_keeps_each_outcome_in_order() {
     use parley_forum::Reason;
-    let dir = std::env::temp_dir().join(format!("parley-post-all-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("post-all");
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
     let forum = Forum::open(dir.join("f.redb"), config).unwrap();
-    let a = forum
-        .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
-        .unwrap();
-    let host = forum
-        .create_token(&TokenSpec::llm("host", &[Right::Read, Right::Write]))
-        .unwrap();
+    let a = writer(&forum, "a");
     // Asked by another identity, so a's notes are no self-replies.
-    let root = forum
-        .call(Some(&host), "post", &json!({"kind": "ask", "body": "root"}))
-        .unwrap();
-    let thread = root["thread"]["id"].as_str().unwrap().to_string();
+    let thread = ask(&forum, &writer(&forum, "host"), "root");
     let note = |body: &str| json!({"kind": "note", "thread": thread, "body": body});
     let envelopes = [
         (Some(a.as_str()), note("one")),

@@ -398,26 +398,7 @@ mod tests {
     use super::*;
 
     fn message(id: u64, parent: Option<u64>) -> MessageRec {
-        MessageRec {
-            id,
-            kind: "note".into(),
-            thread: 1,
-            parent,
-            depth: 0,
-            identity: "a".into(),
-            extension: None,
-            human: false,
-            body: format!("body {id}"),
-            created_at: 0,
-            to: None,
-            state: None,
-            provenance: None,
-            claim: None,
-            counter_claim: None,
-            evidence: vec![],
-            supersedes: vec![],
-            valid_until: None,
-        }
+        MessageRec::bare(id, 1, parent)
     }
 
     /// `[id, [replies…]]` of a nested message list.

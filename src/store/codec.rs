@@ -294,19 +294,7 @@ mod tests {
             format!("{:?}", decode(&encode(&m)).unwrap()),
             format!("{m:?}")
         );
-        let bare = MessageRec {
-            parent: None,
-            extension: None,
-            to: None,
-            state: None,
-            provenance: None,
-            claim: None,
-            counter_claim: None,
-            evidence: vec![],
-            supersedes: vec![],
-            valid_until: None,
-            ..full()
-        };
+        let bare = MessageRec::bare(9, 2, None);
         assert_eq!(
             format!("{:?}", decode(&encode(&bare)).unwrap()),
             format!("{bare:?}")

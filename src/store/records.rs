@@ -159,6 +159,33 @@ pub struct MessageRec {
     pub valid_until: Option<i64>,
 }
 
+#[cfg(test)]
+impl MessageRec {
+    /// A note of `a` with every optional field empty.
+    pub(crate) fn bare(id: u64, thread: u64, parent: Option<u64>) -> MessageRec {
+        MessageRec {
+            id,
+            kind: "note".into(),
+            thread,
+            parent,
+            depth: 0,
+            identity: "a".into(),
+            extension: None,
+            human: false,
+            body: format!("body {id}"),
+            created_at: 0,
+            to: None,
+            state: None,
+            provenance: None,
+            claim: None,
+            counter_claim: None,
+            evidence: vec![],
+            supersedes: vec![],
+            valid_until: None,
+        }
+    }
+}
+
 /// An attestation or a verification of a claim.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Support {

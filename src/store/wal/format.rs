@@ -16,7 +16,7 @@ use super::sink::ALIGN;
 
 const MAGIC_V1: &[u8; 16] = b"parley page log1";
 const MAGIC_V2: &[u8; 16] = b"parley page log2";
-pub(super) const RECORD_MAGIC: u32 = 0x504C_5247;
+const RECORD_MAGIC: u32 = 0x504C_5247;
 /// The log's header block; records start after it.
 pub(super) const HEADER: u64 = 4096;
 pub(super) const HEAD_LEN: usize = 32;

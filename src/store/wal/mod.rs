@@ -300,7 +300,7 @@ impl LoggedFile {
             // sealed before this commit's: the disk takes both at once.
             drop(synced);
             let claim = self.claim()?;
-            let outcome = self.write_claim(&claim);
+            let outcome = self.write_log(claim.at, claim.bytes.as_slice());
             self.finish(claim, outcome)?;
             synced = self.lock_synced();
         }
@@ -320,15 +320,12 @@ impl LoggedFile {
         Ok(Claim { number, at, bytes })
     }
 
-    fn write_claim(&self, claim: &Claim) -> io::Result<()> {
-        if claim.bytes.is_empty() {
+    /// Writes `bytes` at `at` in the log, durably, growing the log first if needed.
+    /// Nothing to write is nothing to wait for.
+    fn write_log(&self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        if bytes.is_empty() {
             return Ok(());
         }
-        self.write_log(claim.at, claim.bytes.as_slice())
-    }
-
-    /// Writes `bytes` at `at` in the log, durably, growing the log first if needed.
-    fn write_log(&self, at: u64, bytes: &[u8]) -> io::Result<()> {
         #[cfg(test)]
         if let Some(delay) = *self.fail_writes_after.lock().unwrap() {
             std::thread::sleep(delay);
@@ -419,11 +416,9 @@ impl LoggedFile {
         if state.pending.len() > HEAD_LEN {
             self.seal(state);
         }
-        if !state.sealed.is_empty() {
-            let at = state.end - state.sealed.len() as u64;
-            self.write_log(at, state.sealed.as_slice())?;
-            state.sealed.clear();
-        }
+        let at = state.end - state.sealed.len() as u64;
+        self.write_log(at, state.sealed.as_slice())?;
+        state.sealed.clear();
         {
             // Log writes under way end without the state lock.
             let mut synced = self.lock_synced();

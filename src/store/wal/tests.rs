@@ -11,22 +11,23 @@ thread_local! {
     static BUFFERED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// One `#[test]` per scenario, in a module per way of writing the log.
+macro_rules! in_mode {
+    ($mode:ident, $buffered:expr, $($name:ident),*) => {
+        mod $mode {
+            $(#[test]
+            fn $name() {
+                super::BUFFERED.set($buffered);
+                super::$name();
+            })*
+        }
+    };
+}
+
 macro_rules! in_both_modes {
     ($($name:ident),* $(,)?) => {
-        mod direct {
-            $(#[test]
-            fn $name() {
-                super::BUFFERED.set(false);
-                super::$name();
-            })*
-        }
-        mod buffered {
-            $(#[test]
-            fn $name() {
-                super::BUFFERED.set(true);
-                super::$name();
-            })*
-        }
+        in_mode!(direct, false, $($name),*);
+        in_mode!(buffered, true, $($name),*);
     };
 }
 
