@@ -15,12 +15,14 @@
 //! - no call returns success before its batch is durable (when the forum is);
 //! - ids follow the order in which posts are applied, batch after batch.
 //!
-//! Every caller sleeps in a slot of its own (a lock and a condition variable) and
-//! is woken once, with its outcome: a batch wakes its own callers and at most one
-//! next leader, not every waiting writer, and a woken caller never queues for the
-//! group's lock behind the leader that woke it.
+//! Each caller's outcomes land in a slot of its own; callers sleep on one bell of
+//! the group (a lock and a condition variable apart from the group's lock), which a
+//! leader rings once for its whole batch, and again when it asks a waiting caller
+//! to lead. A woken caller looks at its own slot and never queues for the group's
+//! lock behind the leader that woke it.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -70,6 +72,8 @@ pub(crate) struct Group<J, O> {
     shared: Mutex<Shared<J, O>>,
     /// Signalled when a job arrives, for a leader gathering its batch.
     arrival: Condvar,
+    /// Where callers wait for their outcomes.
+    bell: Bell,
 }
 
 impl<J, O> Default for Group<J, O> {
@@ -83,24 +87,46 @@ impl<J, O> Default for Group<J, O> {
                 last_cost: Duration::ZERO,
             }),
             arrival: Condvar::new(),
+            bell: Bell::new(),
         }
     }
 }
 
-/// Where one caller sleeps until its batches hand it the outcomes of its jobs, or
-/// it is asked to lead. A slot has a lock of its own, so a leader waking its
-/// callers does not make them queue for the group's lock, nor the group's other
-/// callers wait on them.
-struct Slot<O> {
-    state: Mutex<SlotState<O>>,
-    wake: Condvar,
+/// Where callers sleep until their outcomes arrive or they are asked to lead: one
+/// lock and one condition variable for the whole group, so a leader wakes every
+/// caller of its batch with one call. With a slot each (a lock and a condition
+/// variable per caller), a leader woke its callers one by one; 8 writers then
+/// posted about 9 % less and spent about 15 % more CPU time.
+struct Bell {
+    lock: Mutex<()>,
+    ring: Condvar,
 }
 
-struct SlotState<O> {
+impl Bell {
+    fn new() -> Self {
+        Bell {
+            lock: Mutex::new(()),
+            ring: Condvar::new(),
+        }
+    }
+
+    /// Wakes every sleeping caller; each looks at its own slot.
+    fn ring(&self) {
+        // Taken and released so that a caller between looking at its slot and
+        // falling asleep cannot miss this ring.
+        drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
+        self.ring.notify_all();
+    }
+}
+
+/// One caller's outcomes, filled in by the batches that took its jobs.
+struct Slot<O> {
     /// One per job of the caller, in its order.
-    outcomes: Vec<Option<Result<O>>>,
-    missing: usize,
-    lead: bool,
+    outcomes: Mutex<Vec<Option<Result<O>>>>,
+    /// Outcomes not yet handed over.
+    missing: AtomicUsize,
+    /// Set when the caller is asked to lead the next batch.
+    lead: AtomicBool,
 }
 
 /// Why a caller woke.
@@ -112,49 +138,40 @@ enum Woke<O> {
 impl<O> Slot<O> {
     fn new(jobs: usize) -> Self {
         Slot {
-            state: Mutex::new(SlotState {
-                outcomes: (0..jobs).map(|_| None).collect(),
-                missing: jobs,
-                lead: false,
-            }),
-            wake: Condvar::new(),
+            outcomes: Mutex::new((0..jobs).map(|_| None).collect()),
+            missing: AtomicUsize::new(jobs),
+            lead: AtomicBool::new(false),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, SlotState<O>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sleeps until every outcome arrived or the caller is asked to lead.
-    fn wait(&self) -> Woke<O> {
-        let mut state = self.lock();
+    fn wait(&self, bell: &Bell) -> Woke<O> {
+        let mut rung = bell.lock.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if state.missing == 0 {
-                let outcomes = std::mem::take(&mut state.outcomes);
+            if self.missing.load(Ordering::Acquire) == 0 {
+                drop(rung);
+                let mut outcomes = self.outcomes.lock().unwrap_or_else(|p| p.into_inner());
+                let outcomes = std::mem::take(&mut *outcomes);
                 return Woke::Done(outcomes.into_iter().flatten().collect());
             }
-            if std::mem::take(&mut state.lead) {
+            if self.lead.swap(false, Ordering::AcqRel) {
                 return Woke::Lead;
             }
-            state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+            rung = bell.ring.wait(rung).unwrap_or_else(|p| p.into_inner());
         }
     }
 
-    /// Hands over the outcome of job `index`; wakes the caller with its last one.
+    /// Hands over the outcome of job `index`; its caller hears of it at the next
+    /// ring.
     fn finish(&self, index: usize, outcome: Result<O>) {
-        let mut state = self.lock();
-        state.outcomes[index] = Some(outcome);
-        state.missing -= 1;
-        let all = state.missing == 0;
-        drop(state);
-        if all {
-            self.wake.notify_one();
-        }
+        self.outcomes.lock().unwrap_or_else(|p| p.into_inner())[index] = Some(outcome);
+        // Release: the outcome stored above is seen by whoever sees the count.
+        self.missing.fetch_sub(1, Ordering::Release);
     }
 
-    fn ask_to_lead(&self) {
-        self.lock().lead = true;
-        self.wake.notify_one();
+    fn ask_to_lead(&self, bell: &Bell) {
+        self.lead.store(true, Ordering::Release);
+        bell.ring();
     }
 }
 
@@ -207,7 +224,7 @@ impl<J, O> Group<J, O> {
             self.lead_if_free(batch);
             // A caller whose posts are in a batch waits for their outcomes; a
             // caller whose posts still wait is woken to lead when a leader finishes.
-            match me.wait() {
+            match me.wait(&self.bell) {
                 Woke::Done(outcomes) => return outcomes,
                 Woke::Lead => continue,
             }
@@ -248,7 +265,7 @@ impl<J, O> Group<J, O> {
         let next = shared.pending.first().map(|(_, slot, _)| Arc::clone(slot));
         drop(shared);
         if let Some(next) = next {
-            next.ask_to_lead();
+            next.ask_to_lead(&self.bell);
         }
         let outcomes = match result {
             Ok((outcomes, Some(pending))) => {
@@ -265,18 +282,18 @@ impl<J, O> Group<J, O> {
                             .collect()
                     }
                     Err(payload) => {
-                        publish(&taken, None);
+                        publish(&taken, None, &self.bell);
                         resume_unwind(payload);
                     }
                 }
             }
             Ok((outcomes, None)) => outcomes,
             Err(payload) => {
-                publish(&taken, None);
+                publish(&taken, None, &self.bell);
                 resume_unwind(payload);
             }
         };
-        publish(&taken, Some(outcomes));
+        publish(&taken, Some(outcomes), &self.bell);
     }
 
     /// The leader's batch: takes posts as they arrive until `target` were taken or
@@ -364,8 +381,8 @@ impl<J, O> Group<J, O> {
 }
 
 /// Hands each caller of a batch its outcome (`None`: the engine panicked) and
-/// wakes it.
-fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>) {
+/// wakes them all.
+fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>, bell: &Bell) {
     let outcomes = outcomes.unwrap_or_else(|| {
         taken
             .iter()
@@ -375,6 +392,7 @@ fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>) {
     for ((caller, at), outcome) in taken.iter().zip(outcomes) {
         caller.finish(*at, outcome);
     }
+    bell.ring();
 }
 
 #[cfg(test)]
