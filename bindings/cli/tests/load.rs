@@ -6,9 +6,9 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{http, try_http, Server, TempForum};
 use parley_forum::{Config, Forum};
@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 
 const CLIENTS: usize = 16;
 const POSTS_PER_CLIENT: usize = 12;
+/// Most posts a client sends in the shutdown test.
+const ROUNDS: usize = 5000;
 const SETTINGS: &str = r#"{"limits":{"writes_per_minute":0}}"#;
 
 /// An acknowledged post: the ids the server returned and the body sent.
@@ -113,14 +115,15 @@ fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_write() {
     let server = Server::start(&forum.db, Some(SETTINGS), &[]);
     let addr = server.addr;
     let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..CLIENTS)
         .map(|c| {
             let token = tokens[c % tokens.len()].clone();
-            let stop = Arc::clone(&stop);
+            let (stop, acked) = (Arc::clone(&stop), Arc::clone(&acked));
             std::thread::spawn(move || {
                 let mut acks = Vec::new();
-                // Bounded: at most 200 posts per client, and none once the server is gone.
-                for i in 0..200 {
+                // Bounded, and far more than are posted before the shutdown below.
+                for i in 0..ROUNDS {
                     let body = format!("Client {c} keeps asking, round {i}?");
                     let envelope = json!({"kind": "ask", "body": body, "from": {"extension": format!("c{c}")}});
                     match post(addr, &token, &envelope) {
@@ -132,6 +135,7 @@ fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_write() {
                                 thread: result["thread"]["id"].as_str().unwrap().to_string(),
                                 body,
                             });
+                            acked.fetch_add(1, Ordering::SeqCst);
                         }
                         // After shutdown began: refused connections, or one accepted by the
                         // kernel but never by the server. Neither was acknowledged.
@@ -143,7 +147,16 @@ fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_write() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(400));
+    // The shutdown comes once the clients are well under way: after a count of
+    // acknowledgements, not a time, so a faster server cannot finish first.
+    let began = Instant::now();
+    while acked.load(Ordering::SeqCst) < CLIENTS * 10 {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the clients made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     stop.store(true, Ordering::SeqCst);
     server.terminate();
     let acks: Vec<Ack> = handles
@@ -152,7 +165,7 @@ fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_write() {
         .collect();
     assert!(!acks.is_empty(), "no post was acknowledged before shutdown");
     assert!(
-        acks.len() < CLIENTS * 200,
+        acks.len() < CLIENTS * ROUNDS,
         "the shutdown came only after every client was done"
     );
     eprintln!("{} posts acknowledged before the shutdown", acks.len());

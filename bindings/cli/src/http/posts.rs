@@ -17,8 +17,10 @@ use parley_forum::{Error, Forum};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-/// Engine threads: enough for a bunch to apply while others wait for the disk.
-const THREADS: usize = 4;
+/// Engine threads: two, so one bunch applies while the other waits for the disk.
+/// Figure 9 of the bench (16 clients) measured a median of about 0.55x with two,
+/// 0.51x with three or four, and lower with eight or sixteen.
+const THREADS: usize = 2;
 
 struct Request {
     token: Option<String>,
