@@ -131,7 +131,8 @@ impl Forum {
                 format!("{} does not exist", IdKind::Thread.key(id)),
             ))
         })?;
-        let messages = tx.thread_messages(id)?;
+        let expected = usize::try_from(thread.message_count).unwrap_or(usize::MAX);
+        let messages = tx.thread_messages(id, expected)?;
         Ok(view::object([
             ("thread", view::thread(&thread)),
             ("messages", Value::Array(tree(messages))),

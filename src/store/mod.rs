@@ -44,8 +44,9 @@ pub trait ReadTx {
     fn thread(&self, id: u64) -> Result<Option<ThreadRec>>;
     /// A message.
     fn message(&self, id: u64) -> Result<Option<MessageRec>>;
-    /// The messages of a thread, in creation order.
-    fn thread_messages(&self, thread: u64) -> Result<Vec<MessageRec>>;
+    /// The messages of a thread, in creation order; `expected` is how many there
+    /// should be (the thread's count), to size the list once.
+    fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>>;
     /// A claim.
     fn claim(&self, id: u64) -> Result<Option<ClaimRec>>;
     /// An event.

@@ -329,9 +329,12 @@ macro_rules! impl_read {
                 }
             }
 
-            fn thread_messages(&self, thread: u64) -> Result<Vec<MessageRec>> {
+            fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
                 let table = self.table(MESSAGES)?;
-                let mut out = Vec::new();
+                // Sized once: grown by doubling, a long thread's list is copied and
+                // freed several times over, and glibc sweeps its small free chunks
+                // at each large free.
+                let mut out = Vec::with_capacity(expected.min(1 << 16));
                 for entry in table.range((thread, 0)..(thread, THREAD_RECORD))? {
                     out.push(codec::decode(entry?.1.value())?);
                 }
