@@ -432,6 +432,11 @@ mod tests {
                 )
                 .into())),
                 99 => Err(Error::Storage("disk gone".into())),
+                SLOW => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    tx.push(job);
+                    Ok(Ok(Value::from(job * 10)))
+                }
                 _ => {
                     std::thread::sleep(Duration::from_millis(2));
                     tx.push(job);
@@ -455,6 +460,60 @@ mod tests {
             self.settled.lock().unwrap().extend(jobs);
             Ok(())
         }
+    }
+
+    /// A job that takes 50 ms to apply.
+    const SLOW: u64 = 50;
+
+    /// Polls `done` every millisecond, for at most 5 s.
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_caller_woken_by_an_earlier_batch_waits_for_its_own() {
+        // Callers sleep on one bell: the first batch's ring also wakes a caller
+        // whose post is in the second batch, not yet settled. It must sleep on.
+        let group: Arc<Group<u64, Value>> = Arc::default();
+        let log = Arc::new(Log {
+            settle_time: Duration::from_millis(200),
+            ..Log::default()
+        });
+        let spawn = |job: u64| {
+            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
+            std::thread::spawn(move || group.submit(job, &*log))
+        };
+        let first = spawn(1);
+        wait_until("the first batch committed", || {
+            log.committed.lock().unwrap().len() == 1
+        });
+        // The second batch starts with a slow post; a third joins it meanwhile.
+        let second = spawn(SLOW);
+        wait_until("the second batch began", || {
+            log.batches.load(Ordering::SeqCst) == 2
+        });
+        let third = spawn(3);
+        wait_until("the second batch committed", || {
+            log.committed.lock().unwrap().len() == 3
+        });
+        assert_eq!(
+            log.batches.load(Ordering::SeqCst),
+            2,
+            "the third post joined the second batch"
+        );
+        assert_eq!(first.join().unwrap().unwrap(), Value::from(10));
+        // The first batch rang; the second settles for about 50 ms more.
+        assert!(
+            !third.is_finished(),
+            "the third post's batch is not settled"
+        );
+        assert_eq!(third.join().unwrap().unwrap(), Value::from(30));
+        assert_eq!(second.join().unwrap().unwrap(), Value::from(SLOW * 10));
+        assert_eq!(*log.settled.lock().unwrap(), [1, SLOW, 3]);
     }
 
     #[test]
