@@ -14,6 +14,8 @@ pub use redb_store::{check_integrity, RedbStore};
 
 use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec};
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
@@ -77,10 +79,12 @@ pub trait WriteTx: ReadTx {
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()>;
     /// Stores a new message and its thread's new record; `before` is where the
     /// thread's previous record sat, so the turn and activity indexes can drop it.
+    /// The record is shared so a backend may keep it for the next post to the
+    /// thread without copying it.
     fn put_post(
         &mut self,
         message: &MessageRec,
-        thread: &ThreadRec,
+        thread: &Arc<ThreadRec>,
         before: Option<&ThreadSpot>,
     ) -> Result<()>;
     /// Stores a claim.

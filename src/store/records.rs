@@ -160,6 +160,31 @@ pub struct MessageRec {
 }
 
 #[cfg(test)]
+impl ThreadRec {
+    /// An open thread of `a` whose root is `root`, every optional field empty.
+    pub(crate) fn bare(id: u64, root: u64) -> ThreadRec {
+        ThreadRec {
+            id,
+            root,
+            topic: format!("topic {id}"),
+            creator: "a".into(),
+            creator_extension: None,
+            state: crate::protocol::state::State::Open,
+            state_by_user: false,
+            state_confirmed_at: None,
+            state_label: None,
+            awaiting: None,
+            message_count: 1,
+            created_at: 0,
+            updated_at: 0,
+            last_message: root,
+            root_kind: "ask".into(),
+            last_body: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 impl MessageRec {
     /// A note of `a` with every optional field empty.
     pub(crate) fn bare(id: u64, thread: u64, parent: Option<u64>) -> MessageRec {

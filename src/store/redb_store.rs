@@ -1,7 +1,8 @@
 //! The embedded backend: one redb file (or redb's in-memory backend).
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::de::DeserializeOwned;
@@ -21,12 +22,22 @@ use crate::protocol::state::State;
 /// grow far past what an embedded library should take from its host.
 const CACHE_BYTES: usize = 64 << 20;
 
+/// Thread records kept after a post, at most this many.
+const CACHED_THREADS: usize = 4096;
+
+/// Committed thread records, as the writer last stored or read them: a post to a
+/// thread then neither looks its record up in redb nor decodes it. Only writers
+/// use it; its lock is held across each commit, so the next writer sees the
+/// records of the last commit (see `commit_deferred`).
+type ThreadCache = Mutex<HashMap<u64, Arc<ThreadRec>>>;
+
 /// A forum stored in redb.
 pub struct RedbStore {
     db: Database,
     /// The last id of each kind as of the last commit, once read: a post then
     /// reads no index to number itself. Only the one writer reads or sets it.
     last_ids: std::sync::Mutex<[Option<u64>; 4]>,
+    threads: ThreadCache,
     /// The page log of a durable file forum.
     log: Option<Arc<wal::LoggedFile>>,
     durability: Durability,
@@ -111,6 +122,7 @@ impl RedbStore {
         Ok(RedbStore {
             db,
             last_ids: std::sync::Mutex::new([None; 4]),
+            threads: Mutex::new(HashMap::new()),
             log: None,
             durability,
             cursor_key,
@@ -202,6 +214,8 @@ impl Store for RedbStore {
             log: self.log.clone(),
             ids: [None; 4],
             last_ids: &self.last_ids,
+            written: HashMap::new(),
+            threads: &self.threads,
         }))
     }
 
@@ -218,6 +232,16 @@ struct Writer<'s> {
     ids: [Option<u64>; 4],
     /// The store's, updated when this transaction commits.
     last_ids: &'s std::sync::Mutex<[Option<u64>; 4]>,
+    /// Thread records stored in this transaction: the store's cache takes them
+    /// only if it commits.
+    written: HashMap<u64, Arc<ThreadRec>>,
+    threads: &'s ThreadCache,
+}
+
+fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<ThreadRec>>> {
+    // Entries are whole records, inserted or removed at once: a panic elsewhere
+    // leaves none half-written.
+    threads.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn sync_failed(e: std::io::Error) -> Error {
@@ -240,6 +264,48 @@ impl Writer<'_> {
     ) -> Result<redb::Table<'_, K, V>> {
         Ok(self.txn.open_table(def)?)
     }
+
+    /// A thread as this transaction sees it: written here, else committed (from
+    /// the store's cache, or read and then cached).
+    fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
+        if let Some(thread) = self.written.get(&id) {
+            return Ok(Some(ThreadRec::clone(thread)));
+        }
+        if let Some(thread) = lock_threads(self.threads).get(&id) {
+            return Ok(Some(ThreadRec::clone(thread)));
+        }
+        let read = read_thread(&self.table(MESSAGES)?, id)?;
+        // Not written in this transaction, so what was read is committed.
+        if let Some(thread) = &read {
+            keep_thread(&mut lock_threads(self.threads), Arc::new(thread.clone()));
+        }
+        Ok(read)
+    }
+}
+
+impl Snapshot {
+    fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
+        read_thread(&self.table(MESSAGES)?, id)
+    }
+}
+
+fn read_thread(
+    messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    id: u64,
+) -> Result<Option<ThreadRec>> {
+    match messages.get((id, THREAD_RECORD))? {
+        Some(guard) => Ok(Some(codec::decode_thread(guard.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Adds a committed thread record to the store's cache, emptying it first when
+/// full (a simple bound: the cache only saves reads).
+fn keep_thread(cache: &mut HashMap<u64, Arc<ThreadRec>>, thread: Arc<ThreadRec>) {
+    if cache.len() >= CACHED_THREADS && !cache.contains_key(&thread.id) {
+        cache.clear();
+    }
+    cache.insert(thread.id, thread);
 }
 
 fn get_json<T: DeserializeOwned>(
@@ -309,10 +375,7 @@ macro_rules! impl_read {
             }
 
             fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
-                match self.table(MESSAGES)?.get((id, THREAD_RECORD))? {
-                    Some(guard) => Ok(Some(codec::decode_thread(guard.value())?)),
-                    None => Ok(None),
-                }
+                self.thread_record(id)
             }
 
             fn message(&self, id: u64) -> Result<Option<MessageRec>> {
@@ -484,7 +547,7 @@ impl WriteTx for Writer<'_> {
     fn put_post(
         &mut self,
         message: &MessageRec,
-        thread: &ThreadRec,
+        thread: &Arc<ThreadRec>,
         before: Option<&ThreadSpot>,
     ) -> Result<()> {
         let turn = |a: &Option<Awaiting>| a.as_ref().map(|a| key::turn(&a.identity, a.message));
@@ -524,6 +587,8 @@ impl WriteTx for Writer<'_> {
             (thread.id, THREAD_RECORD),
             codec::encode_thread(thread).as_slice(),
         )?;
+        drop(messages);
+        self.written.insert(thread.id, Arc::clone(thread));
         Ok(())
     }
 
@@ -569,8 +634,18 @@ impl WriteTx for Writer<'_> {
             log,
             ids,
             last_ids,
+            written,
+            threads,
         } = *self;
+        // The cache's lock is held from before the commit (which lets the next
+        // writer begin) until its records are in, so that writer sees them; a
+        // failed commit leaves the cache as it was.
+        let mut cache = lock_threads(threads);
         txn.commit()?;
+        for thread in written.into_values() {
+            keep_thread(&mut cache, thread);
+        }
+        drop(cache);
         let mut known = last_ids.lock().unwrap_or_else(|p| p.into_inner());
         for (known, handed) in known.iter_mut().zip(ids) {
             if handed.is_some() {
@@ -654,6 +729,85 @@ mod tests {
         w.put_event(&event(3)).unwrap();
         w.commit().unwrap();
         assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 3);
+    }
+
+    /// Stores message `id` in thread 1, the thread counting `count` messages.
+    fn post_to_thread_1(
+        w: &mut dyn WriteTx,
+        id: u64,
+        count: u64,
+        before: Option<&ThreadSpot>,
+    ) -> Arc<ThreadRec> {
+        let mut thread = ThreadRec::bare(1, 1);
+        thread.message_count = count;
+        thread.last_message = id;
+        let thread = Arc::new(thread);
+        w.put_post(&MessageRec::bare(id, 1, None), &thread, before)
+            .unwrap();
+        thread
+    }
+
+    #[test]
+    fn writers_see_the_thread_records_of_commits_only() {
+        let store = RedbStore::in_memory().unwrap();
+        let seen_by_a_writer = |store: &RedbStore| {
+            store
+                .write()
+                .unwrap()
+                .thread(1)
+                .unwrap()
+                .unwrap()
+                .message_count
+        };
+        let mut w = store.write().unwrap();
+        let first = post_to_thread_1(&mut *w, 1, 1, None);
+        w.commit().unwrap();
+        assert_eq!(seen_by_a_writer(&store), 1, "the commit's record");
+
+        let mut w = store.write().unwrap();
+        post_to_thread_1(&mut *w, 2, 2, Some(&first.spot()));
+        assert_eq!(
+            w.thread(1).unwrap().unwrap().message_count,
+            2,
+            "a transaction sees its own write"
+        );
+        drop(w); // rolled back
+        assert_eq!(
+            seen_by_a_writer(&store),
+            1,
+            "a rolled-back record is not kept"
+        );
+        assert_eq!(
+            store
+                .read()
+                .unwrap()
+                .thread(1)
+                .unwrap()
+                .unwrap()
+                .message_count,
+            1
+        );
+
+        let mut w = store.write().unwrap();
+        post_to_thread_1(&mut *w, 2, 2, Some(&first.spot()));
+        w.commit().unwrap();
+        assert_eq!(seen_by_a_writer(&store), 2, "the next commit's record");
+    }
+
+    #[test]
+    fn the_thread_cache_is_bounded() {
+        let mut cache = HashMap::new();
+        for id in 0..CACHED_THREADS as u64 {
+            keep_thread(&mut cache, Arc::new(ThreadRec::bare(id, id)));
+        }
+        keep_thread(&mut cache, Arc::new(ThreadRec::bare(0, 9)));
+        assert_eq!(cache.len(), CACHED_THREADS, "a kept thread is replaced");
+        assert_eq!(cache[&0].root, 9);
+        keep_thread(
+            &mut cache,
+            Arc::new(ThreadRec::bare(CACHED_THREADS as u64, 1)),
+        );
+        assert_eq!(cache.len(), 1, "when full, emptied before a new thread");
     }
 
     #[test]
