@@ -432,13 +432,9 @@ mod tests {
                 )
                 .into())),
                 99 => Err(Error::Storage("disk gone".into())),
-                SLOW => {
-                    std::thread::sleep(Duration::from_millis(50));
-                    tx.push(job);
-                    Ok(Ok(Value::from(job * 10)))
-                }
                 _ => {
-                    std::thread::sleep(Duration::from_millis(2));
+                    let pause = if job == SLOW { 50 } else { 2 };
+                    std::thread::sleep(Duration::from_millis(pause));
                     tx.push(job);
                     Ok(Ok(Value::from(job * 10)))
                 }
@@ -474,6 +470,16 @@ mod tests {
         }
     }
 
+    /// Submits `job` from a thread of its own.
+    fn submit_in_thread(
+        group: &Arc<Group<u64, Value>>,
+        log: &Arc<Log>,
+        job: u64,
+    ) -> std::thread::JoinHandle<Result<Value>> {
+        let (group, log) = (Arc::clone(group), Arc::clone(log));
+        std::thread::spawn(move || group.submit(job, &*log))
+    }
+
     #[test]
     fn a_caller_woken_by_an_earlier_batch_waits_for_its_own() {
         // Callers sleep on one bell: the first batch's ring also wakes a caller
@@ -483,10 +489,7 @@ mod tests {
             settle_time: Duration::from_millis(200),
             ..Log::default()
         });
-        let spawn = |job: u64| {
-            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
-            std::thread::spawn(move || group.submit(job, &*log))
-        };
+        let spawn = |job: u64| submit_in_thread(&group, &log, job);
         let first = spawn(1);
         wait_until("the first batch committed", || {
             log.committed.lock().unwrap().len() == 1
@@ -521,10 +524,7 @@ mod tests {
         let group: Arc<Group<u64, Value>> = Arc::default();
         let log = Arc::new(Log::default());
         let handles: Vec<_> = (0..16u64)
-            .map(|i| {
-                let (group, log) = (Arc::clone(&group), Arc::clone(&log));
-                std::thread::spawn(move || group.submit(i + 100, &*log))
-            })
+            .map(|i| submit_in_thread(&group, &log, i + 100))
             .collect();
         for (i, h) in handles.into_iter().enumerate() {
             assert_eq!(
@@ -591,18 +591,12 @@ mod tests {
             settle_time: Duration::from_millis(150),
             ..Log::default()
         });
-        let first = {
-            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
-            std::thread::spawn(move || group.submit(1, &*log))
-        };
+        let first = submit_in_thread(&group, &log, 1);
         // Wait for the first batch to commit; it now settles for 150 ms.
-        while log.committed.lock().unwrap().is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let second = {
-            let (group, log) = (Arc::clone(&group), Arc::clone(&log));
-            std::thread::spawn(move || group.submit(2, &*log))
-        };
+        wait_until("the first batch committed", || {
+            !log.committed.lock().unwrap().is_empty()
+        });
+        let second = submit_in_thread(&group, &log, 2);
         let deadline = Instant::now() + Duration::from_millis(100);
         while log.committed.lock().unwrap().len() < 2 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
