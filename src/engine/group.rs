@@ -344,8 +344,15 @@ impl<J, O> Group<J, O> {
                     }
                 }
             }
+            // Every job drained is taken before any is applied: if one breaks the
+            // batch (or panics), the jobs after it fail with it instead of being
+            // dropped with no outcome.
+            let mut work = Vec::with_capacity(jobs.len());
             for (job, caller, at) in jobs {
                 taken.push((caller, at));
+                work.push(job);
+            }
+            for job in work {
                 let Some(open) = tx.as_mut() else { break };
                 match batch.apply(open, job) {
                     Ok(outcome) => outcomes.push(outcome),
@@ -570,6 +577,48 @@ mod tests {
         let caught = catch_unwind(AssertUnwindSafe(|| group.submit(666, &log)));
         assert!(caught.is_err());
         assert_eq!(group.submit(2, &log).unwrap(), Value::from(20));
+    }
+
+    /// The outcome of `handle`, which must come within 5 s.
+    fn within_5s<T: Send + 'static>(handle: std::thread::JoinHandle<T>) -> std::thread::Result<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(handle.join()));
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the caller got no outcome within 5 s")
+    }
+
+    #[test]
+    fn a_broken_batch_fails_every_job_it_took_and_strands_none() {
+        let group: Arc<Group<u64, Value>> = Arc::default();
+        let log = Arc::new(Log::default());
+        // One caller's three jobs are taken together; the second breaks the batch.
+        let (g, l) = (Arc::clone(&group), Arc::clone(&log));
+        let all = within_5s(std::thread::spawn(move || {
+            g.submit_all(vec![1, 99, 2], &*l)
+        }));
+        let all = all.unwrap();
+        assert_eq!(all.len(), 3);
+        assert!(
+            all.iter().all(|o| matches!(o, Err(Error::Storage(_)))),
+            "{all:?}"
+        );
+
+        // A leader applies a slow job; meanwhile a panicking job and another
+        // caller's job queue, and the leader takes both at once.
+        let slow = submit_in_thread(&group, &log, SLOW);
+        wait_until("the slow batch began", || {
+            log.batches.load(Ordering::SeqCst) == 2
+        });
+        let boom = submit_in_thread(&group, &log, 666);
+        let other = submit_in_thread(&group, &log, 2);
+        wait_until("both jobs queued", || group.lock().pending.len() == 2);
+        assert!(within_5s(slow).is_err(), "the panic reaches the leader");
+        for follower in [boom, other] {
+            let outcome = within_5s(follower).unwrap();
+            assert!(matches!(outcome, Err(Error::Storage(_))), "{outcome:?}");
+        }
+        assert_eq!(group.submit(3, &*log).unwrap(), Value::from(30));
+        assert_eq!(*log.committed.lock().unwrap(), [3]);
     }
 
     #[test]
