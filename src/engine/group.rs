@@ -354,7 +354,16 @@ impl<J, O> Group<J, O> {
             }
             for job in work {
                 let Some(open) = tx.as_mut() else { break };
-                match batch.apply(open, job) {
+                let applied = batch.apply(open, job);
+                if taken.len() < target {
+                    // More posts are due: let a caller queued on this core run up
+                    // to its post. The ring wakes most callers onto the ringing
+                    // core, often this one; without the yield they waited for the
+                    // whole batch while the other core idled (8 writers: about
+                    // 9 % fewer posts/s).
+                    std::thread::yield_now();
+                }
+                match applied {
                     Ok(outcome) => outcomes.push(outcome),
                     Err(e) => {
                         // Part of this post may be written: the whole batch goes.
