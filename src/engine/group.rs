@@ -429,6 +429,8 @@ mod tests {
         settle_time: Duration,
         /// Jobs whose batch settled, in order.
         settled: Mutex<Vec<u64>>,
+        /// A [`GATED`] job is applied only once this is set.
+        gate: std::sync::atomic::AtomicBool,
     }
 
     impl Batch for Log {
@@ -448,6 +450,11 @@ mod tests {
                 )
                 .into())),
                 99 => Err(Error::Storage("disk gone".into())),
+                GATED => {
+                    wait_until("the gate opened", || self.gate.load(Ordering::SeqCst));
+                    tx.push(job);
+                    Ok(Ok(Value::from(job * 10)))
+                }
                 _ => {
                     let pause = if job == SLOW { 50 } else { 2 };
                     std::thread::sleep(Duration::from_millis(pause));
@@ -476,6 +483,8 @@ mod tests {
 
     /// A job that takes 50 ms to apply.
     const SLOW: u64 = 50;
+    /// A job applied once the test opens the log's gate.
+    const GATED: u64 = 77;
 
     /// Polls `done` every millisecond, for at most 5 s.
     fn wait_until(what: &str, done: impl Fn() -> bool) {
@@ -612,15 +621,16 @@ mod tests {
             "{all:?}"
         );
 
-        // A leader applies a slow job; meanwhile a panicking job and another
+        // A leader applies a gated job; meanwhile a panicking job and another
         // caller's job queue, and the leader takes both at once.
-        let slow = submit_in_thread(&group, &log, SLOW);
-        wait_until("the slow batch began", || {
+        let slow = submit_in_thread(&group, &log, GATED);
+        wait_until("the gated batch began", || {
             log.batches.load(Ordering::SeqCst) == 2
         });
         let boom = submit_in_thread(&group, &log, 666);
         let other = submit_in_thread(&group, &log, 2);
         wait_until("both jobs queued", || group.lock().pending.len() == 2);
+        log.gate.store(true, Ordering::SeqCst);
         assert!(within_5s(slow).is_err(), "the panic reaches the leader");
         for follower in [boom, other] {
             let outcome = within_5s(follower).unwrap();
