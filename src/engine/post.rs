@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::claims;
-use super::group::Batch;
+use super::group::{Batch, Gather};
 use super::place::{nearest_ask, resolve, Place};
 use super::rules::{
     check_authority, check_dialectic, check_limits, check_loop_guards, check_supersede_authority,
@@ -103,7 +103,9 @@ impl Forum {
     /// concurrent callers of `call(token, "post", envelope)`: they may share group
     /// commits, each keeps its own outcome (in order), and the call returns once
     /// every one is settled. A server that hands its requests to the engine in
-    /// bunches saves a thread hand-off and a wake-up per post.
+    /// bunches saves a thread hand-off and a wake-up per post. A batch this call
+    /// leads commits what is queued without waiting for more posts: the caller
+    /// gathered its bunch already.
     pub fn post_all(&self, posts: &[(Option<&str>, &Value)]) -> Vec<Result<Value>> {
         let mut jobs = Vec::with_capacity(posts.len());
         let mut early: Vec<Option<Result<Value>>> = Vec::with_capacity(posts.len());
@@ -120,7 +122,7 @@ impl Forum {
         }
         let mut done = self
             .group
-            .submit_all(jobs, &Poster(self))
+            .submit_all(jobs, &Poster(self), Gather::No)
             .into_iter()
             .map(|outcome| outcome.map(Applied::render));
         early
