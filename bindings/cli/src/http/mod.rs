@@ -52,7 +52,7 @@ pub(crate) fn serve(
     let forum = Arc::new(forum);
     let posts = Arc::new(
         posts::Posts::start(&forum)
-            .map_err(|e| Failure::Other(format!("cannot start the engine threads: {e}")))?,
+            .map_err(|e| Failure::Other(format!("cannot start the engine thread: {e}")))?,
     );
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -94,7 +94,7 @@ pub(crate) fn serve(
         }
     })?;
     // Dropping the runtime waits for blocking calls still running, and stopping the
-    // engine threads for the posts already queued; only then is the last reference
+    // engine thread for the posts already queued; only then is the last reference
     // to the forum released and the database closed.
     drop(runtime);
     posts.stop();

@@ -3,11 +3,10 @@
 //! A post blocks until its batch is on disk, so it cannot run on an async worker.
 //! Handing each one to tokio's blocking pool costs a thread hand-off there and a
 //! wake-up back, and the engine then wakes each of those threads once its batch is
-//! stored. Here requests queue up, and a few engine threads each take every request
-//! waiting and post them with one `Forum::post_all`: the engine sees them as
+//! stored. Here requests queue up, and an engine thread takes every request
+//! waiting and posts them with one `Forum::post_all`: the engine sees them as
 //! concurrent posts (they share group commits and keep their own outcomes), and one
-//! wake-up serves a whole bunch. With several engine threads, one bunch applies
-//! while another is synced.
+//! wake-up serves a whole bunch. While a bunch is synced, the next one queues.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -17,10 +16,12 @@ use parley_forum::{Error, Forum};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-/// Engine threads: two, so one bunch applies while the other waits for the disk.
-/// Figure 9 of the bench (16 clients) measured a median of about 0.55x with two,
-/// 0.51x with three or four, and lower with eight or sixteen.
-const THREADS: usize = 2;
+/// Engine threads: one. A second applied the next bunch while the first waited for
+/// the disk, but its bunches were smaller and each paid a log write of its own, and
+/// the disk serves one at a time. Figure 9 of the bench (16 clients, 8 interleaved
+/// runs): one thread 11,840 posts/s (median ratio 0.55x), two 10,950 (0.52x);
+/// three measured no better than two, eight or sixteen worse.
+const THREADS: usize = 1;
 
 struct Request {
     token: Option<String>,

@@ -103,7 +103,7 @@ pub(crate) async fn post_message(
             return refusal_response(&refusal);
         }
     };
-    // Posts go to the engine threads in bunches (see `posts`), not one by one
+    // Posts go to the engine thread in bunches (see `posts`), not one by one
     // through the blocking pool.
     match app.posts.post(token, envelope).await {
         Some(outcome) => respond("post", outcome, StatusCode::CREATED),
