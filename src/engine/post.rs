@@ -2,6 +2,8 @@
 //! write transaction. Every check runs before the first write, so a refusal
 //! leaves nothing behind.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::claims;
@@ -404,7 +406,7 @@ impl Forum {
         thread.updated_at = now;
         thread.last_message = msg_id;
         // Shared with the store, which keeps it for the next post to this thread.
-        let thread = std::sync::Arc::new(thread);
+        let thread = Arc::new(thread);
         tx.put_post(&message, &thread, before.as_ref())?;
         if !caller.human && self.config.limits.writes_per_minute > 0 {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
@@ -448,7 +450,7 @@ impl Forum {
 /// own result after the commit, so rendering runs beside the next batch.
 pub(crate) struct Applied {
     message: MessageRec,
-    thread: std::sync::Arc<ThreadRec>,
+    thread: Arc<ThreadRec>,
     events: Vec<EventRec>,
     /// The claim shown with the result, already rendered (it needs the transaction).
     claim: Option<Value>,

@@ -36,7 +36,7 @@ pub struct RedbStore {
     db: Database,
     /// The last id of each kind as of the last commit, once read: a post then
     /// reads no index to number itself. Only the one writer reads or sets it.
-    last_ids: std::sync::Mutex<[Option<u64>; 4]>,
+    last_ids: Mutex<[Option<u64>; 4]>,
     threads: ThreadCache,
     /// The page log of a durable file forum.
     log: Option<Arc<wal::LoggedFile>>,
@@ -121,7 +121,7 @@ impl RedbStore {
         txn.commit()?;
         Ok(RedbStore {
             db,
-            last_ids: std::sync::Mutex::new([None; 4]),
+            last_ids: Mutex::new([None; 4]),
             threads: Mutex::new(HashMap::new()),
             log: None,
             durability,
@@ -231,7 +231,7 @@ struct Writer<'s> {
     /// The last id of each kind handed out in this transaction.
     ids: [Option<u64>; 4],
     /// The store's, updated when this transaction commits.
-    last_ids: &'s std::sync::Mutex<[Option<u64>; 4]>,
+    last_ids: &'s Mutex<[Option<u64>; 4]>,
     /// Thread records stored in this transaction: the store's cache takes them
     /// only if it commits.
     written: HashMap<u64, Arc<ThreadRec>>,
