@@ -156,7 +156,7 @@ fn open_file(
             let db = builder.create_with_backend(wal::Shared(Arc::clone(&backend)));
             db.map(|db| (db, Some(backend)))
         }
-        Durability::Volatile => {
+        Durability::Volatile | Durability::RedbCommit => {
             // Replayed and synced: the log has nothing left to give.
             drop(log);
             std::fs::remove_file(wal::log_path(path)).map_err(|e| cannot_open(path, e))?;
