@@ -120,9 +120,6 @@ pub enum Durability {
     /// Posts are committed but not flushed; a crash may lose the latest ones,
     /// never corrupt the file. For tests and throwaway forums.
     Volatile,
-    /// As durable as [`Durability::Durable`], through redb's own durable commit
-    /// (one per batch of the group commit) instead of the page log.
-    RedbCommit,
 }
 
 /// The clock: milliseconds since the Unix epoch. Injectable for tests.
@@ -201,8 +198,7 @@ impl Config {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
                         Value::Bool(false) => Durability::Volatile,
-                        Value::String(s) if s == "redb" => Durability::RedbCommit,
-                        _ => return Err(bad("durable must be true, false or \"redb\"".into())),
+                        _ => return Err(bad("durable must be true or false".into())),
                     };
                 }
                 "clock" => {

@@ -105,22 +105,39 @@ fn verify(db: &Path, token: &str, acked: &[(String, String)]) -> u64 {
     listed["items"].as_array().unwrap().len() as u64
 }
 
+/// The names the child writes through.
+#[derive(Clone, Copy)]
+enum Names {
+    /// The forum's own name.
+    Real,
+    /// A symbolic link and a hard link to it, in turn; the parent reads through the
+    /// real name. A forum has one lock and one state whatever name opens it.
+    Links,
+}
+
 #[test]
 fn killed_writers_lose_no_acknowledged_post() {
-    kill_rounds(1, "one");
+    kill_rounds(1, "one", Names::Real);
 }
 
-/// Concurrent writers share batches: a batch applies while the one before it is
-/// still syncing, and a kill lands on that overlap too.
+/// Concurrent writers share batches, and a kill lands inside a batch's commit too.
 #[test]
 fn killed_concurrent_writers_lose_no_acknowledged_post() {
-    kill_rounds(4, "four");
+    kill_rounds(4, "four", Names::Real);
 }
 
-fn kill_rounds(writers: usize, name: &str) {
+/// Posts acknowledged through a symbolic or a hard link are all there through the
+/// real name after a kill, and the ids go on from them.
+#[test]
+fn killed_writers_through_links_lose_no_acknowledged_post() {
+    kill_rounds(2, "links", Names::Links);
+}
+
+fn kill_rounds(writers: usize, name: &str, names: Names) {
     let dir = std::env::temp_dir().join(format!("parley-crash-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("forum.redb");
+    let (symlink, hardlink) = (dir.join("via-symlink.redb"), dir.join("via-hardlink.redb"));
     let token = {
         let forum = Forum::open(&db, Config::default()).unwrap();
         forum
@@ -132,8 +149,17 @@ fn kill_rounds(writers: usize, name: &str) {
         .and_then(|r| r.parse().ok())
         .unwrap_or(12);
     let mut seed = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
+    if let Names::Links = names {
+        std::os::unix::fs::symlink(&db, &symlink).unwrap();
+        std::fs::hard_link(&db, &hardlink).unwrap();
+    }
     let mut acked_total = Vec::new();
-    for _ in 0..rounds {
+    for round in 0..rounds {
+        let through = match names {
+            Names::Real => &db,
+            Names::Links if round % 2 == 0 => &symlink,
+            Names::Links => &hardlink,
+        };
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -142,7 +168,7 @@ fn kill_rounds(writers: usize, name: &str) {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(CHILD_ENV, &db)
+            .env(CHILD_ENV, through)
             .env("PARLEY_CRASH_TOKEN", &token)
             .env("PARLEY_CRASH_WRITERS", writers.to_string())
             .stdout(Stdio::piped())
@@ -172,6 +198,10 @@ fn kill_rounds(writers: usize, name: &str) {
         child.wait().unwrap();
         assert!(seen > 0, "the child acknowledged nothing");
         verify(&db, &token, &acked_total);
+        if let Names::Links = names {
+            // Every name is one file: the links still see what the real name holds.
+            verify(through, &token, &acked_total);
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -88,11 +88,6 @@ pub fn body(seq: u64) -> String {
 
 /// Settings for benchmark forums: no rate limit, room for large threads.
 pub fn settings(durable: bool) -> Value {
-    settings_durable(json!(durable))
-}
-
-/// [`settings`] with any value of the `durable` setting (`"redb"` among them).
-pub fn settings_durable(durable: Value) -> Value {
     json!({
         "durable": durable,
         "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000 },
@@ -107,14 +102,6 @@ pub fn config(durable: bool) -> Res<Config> {
 /// Opens (creating) a forum file.
 pub fn open(path: &Path, durable: bool) -> Res<Forum> {
     Forum::open(path, config(durable)?).map_err(|e| format!("open {}: {e}", path.display()))
-}
-
-/// Opens (creating) a forum file that is durable through redb's own commit, with
-/// no page log.
-pub fn open_redb_commit(path: &Path) -> Res<Forum> {
-    let config = Config::from_json(&settings_durable(json!("redb")))
-        .map_err(|e| format!("settings: {e}"))?;
-    Forum::open(path, config).map_err(|e| format!("open {}: {e}", path.display()))
 }
 
 /// Posts one envelope, turning a refusal into an error naming it.

@@ -9,9 +9,9 @@
 //! commits once. A caller that brings a bunch it gathered itself (a server's queued
 //! requests) does not wait for more: more posts could reach the group only through
 //! another bunch. The leader then hands leadership on, waits for its commit to reach
-//! the disk (one log write serves every commit sealed before it) while the next
-//! leader already applies the next batch, and wakes each of its callers with its
-//! outcome. Guarantees:
+//! the disk (for a backend whose commit returns before that; redb's durable commit
+//! returns once it is there) while the next leader may already apply the next
+//! batch, and wakes each of its callers with its outcome. Guarantees:
 //! - a refused post leaves no trace (every check runs before its first write);
 //! - a storage failure while applying, or a failed commit or sync, fails every post
 //!   of the batch (refusals stay refusals), and nothing of the batch is stored;

@@ -5,10 +5,10 @@
 //! commits a [`WriteTx`] whole or not at all.
 
 mod codec;
+mod file;
 pub mod records;
 mod redb_store;
 mod tables;
-mod wal;
 
 pub use redb_store::{check_integrity, RedbStore};
 

@@ -1,9 +1,10 @@
 //! The embedded backend: one redb file (or redb's in-memory backend).
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -12,7 +13,7 @@ use super::records::{
     Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec,
 };
 use super::tables::*;
-use super::{codec, wal, Durable, Flow, ReadTx, Store, Visit, WriteTx};
+use super::{codec, file, Durable, Flow, ReadTx, Store, Visit, WriteTx};
 use crate::config::Durability;
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -33,13 +34,16 @@ type ThreadCache = Mutex<HashMap<u64, Arc<ThreadRec>>>;
 
 /// A forum stored in redb.
 pub struct RedbStore {
-    db: Database,
+    /// The database, or `None` while it must be reopened: redb fails every call
+    /// after an I/O error (a full disk, say) until it is opened anew, which the next
+    /// call here does by itself (see [`RedbStore::database`]).
+    db: RwLock<Option<Arc<Database>>>,
+    /// The forum file, for reopening; `None` in memory.
+    path: Option<PathBuf>,
     /// The last id of each kind as of the last commit, once read: a post then
     /// reads no index to number itself. Only the one writer reads or sets it.
     last_ids: Mutex<[Option<u64>; 4]>,
     threads: ThreadCache,
-    /// The page log of a durable file forum.
-    log: Option<Arc<wal::LoggedFile>>,
     durability: Durability,
     cursor_key: u64,
 }
@@ -54,18 +58,13 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 }
 
 impl RedbStore {
-    /// Creates or opens the forum file at `path`, after replaying its page log
-    /// (see [`super::wal`]). A durable forum writes through the log; a volatile one
-    /// writes the file directly and has no log.
+    /// Creates or opens the forum file at `path` (see [`super::file`] for what is
+    /// refused before anything is written). A durable forum commits through redb's
+    /// durable commit; a volatile one commits without flushing.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let (db, log) = open_file(path, durability)?;
+        let db = open_file(path, true)?;
         let mut store = Self::init(db, durability)?;
-        if let Some(log) = &log {
-            // What opening wrote (a new forum's schema and cursor key) is on disk
-            // before the forum is handed out.
-            log.wait_durable(log.commits()).map_err(sync_failed)?;
-        }
-        store.log = log;
+        store.path = Some(path.to_path_buf());
         Ok(store)
     }
 
@@ -95,8 +94,7 @@ impl RedbStore {
                 Some(_) => {}
                 None => {
                     drop(meta);
-                    let foreign = txn.list_tables()?.any(|t| t.name() != META.name());
-                    if foreign {
+                    if holds_foreign_tables(&txn)? {
                         return Err(Error::NotAForum(
                             "the file holds tables of another application".into(),
                         ));
@@ -120,53 +118,173 @@ impl RedbStore {
         txn.open_table(INDEX)?;
         txn.commit()?;
         Ok(RedbStore {
-            db,
+            db: RwLock::new(Some(Arc::new(db))),
+            path: None,
             last_ids: Mutex::new([None; 4]),
             threads: Mutex::new(HashMap::new()),
-            log: None,
             durability,
             cursor_key,
         })
     }
+
+    /// The open database, reopened first if an I/O error closed it.
+    fn database(&self) -> Result<Arc<Database>> {
+        if let Some(db) = &*self.db.read().unwrap_or_else(|p| p.into_inner()) {
+            return Ok(Arc::clone(db));
+        }
+        self.reopen()
+    }
+
+    /// Opens the forum file anew after redb gave up on it. The old database must be
+    /// gone first (it holds the file's lock): the slot is emptied by [`Self::failed`],
+    /// and the snapshots still holding it end within a call.
+    fn reopen(&self) -> Result<Arc<Database>> {
+        let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(db) = &*slot {
+            return Ok(Arc::clone(db));
+        }
+        let Some(path) = &self.path else {
+            return Err(Error::Storage("the in-memory forum failed".into()));
+        };
+        let deadline = std::time::Instant::now() + REOPEN_WAIT;
+        let db = loop {
+            match open_file(path, false) {
+                Err(Error::Storage(msg))
+                    if msg.contains(ALREADY_OPEN) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                other => break other?,
+            }
+        };
+        // What the caches hold may be what a failed commit meant to write.
+        *self.last_ids.lock().unwrap_or_else(|p| p.into_inner()) = [None; 4];
+        lock_threads(&self.threads).clear();
+        let db = Arc::new(db);
+        *slot = Some(Arc::clone(&db));
+        Ok(db)
+    }
+
+    /// Forgets `db` after an I/O error, so the next call reopens the file.
+    fn failed(&self, db: &Arc<Database>) {
+        if self.path.is_none() {
+            return;
+        }
+        let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_some_and(|d| Arc::ptr_eq(d, db)) {
+            *slot = None;
+        }
+    }
+
+    /// Runs `begin` on the database; an I/O failure reopens the file and tries once
+    /// more, so a forum recovers by itself once the disk has room again.
+    fn begin<T>(
+        &self,
+        begin: impl Fn(&Database) -> std::result::Result<T, redb::TransactionError>,
+    ) -> Result<(Arc<Database>, T)> {
+        let db = self.database()?;
+        match begin(&db) {
+            Ok(t) => Ok((db, t)),
+            Err(e) if self.path.is_some() && is_io_failure(&e) => {
+                self.failed(&db);
+                drop(db);
+                let db = self.reopen()?;
+                let t = begin(&db)?;
+                Ok((db, t))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// How long a reopen waits for the snapshots of the failed database to end.
+const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+const ALREADY_OPEN: &str = "already open";
+
+fn is_io_failure(e: &redb::TransactionError) -> bool {
+    matches!(
+        e,
+        redb::TransactionError::Storage(redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
+    )
+}
+
+fn commit_failed_on_io(e: &redb::CommitError) -> bool {
+    matches!(
+        e,
+        redb::CommitError::Storage(redb::StorageError::Io(_) | redb::StorageError::PreviousIo)
+    )
+}
+
+/// Whether a file without Parley's metadata holds tables: it is then another
+/// application's redb database.
+fn holds_foreign_tables(txn: &redb::WriteTransaction) -> Result<bool> {
+    Ok(txn.list_tables()?.any(|t| t.name() != META.name()))
 }
 
 fn cannot_open(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Storage(format!("cannot open {}: {e}", path.display()))
 }
 
-/// Opens the redb database of a forum file, replaying its log first.
-fn open_file(
-    path: &Path,
-    durability: Durability,
-) -> Result<(Database, Option<Arc<wal::LoggedFile>>)> {
-    let log = wal::recover(path).map_err(|e| cannot_open(path, e))?;
-    let mut builder = Database::builder();
-    builder.set_cache_size(CACHE_BYTES);
-    let opened = match durability {
-        Durability::Durable => {
-            let main = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .map_err(|e| cannot_open(path, e))?;
-            let backend = wal::LoggedFile::new(main, log).map_err(|e| cannot_open(path, e))?;
-            let backend = Arc::new(backend);
-            let db = builder.create_with_backend(wal::Shared(Arc::clone(&backend)));
-            db.map(|db| (db, Some(backend)))
-        }
-        Durability::Volatile | Durability::RedbCommit => {
-            // Replayed and synced: the log has nothing left to give.
-            drop(log);
-            std::fs::remove_file(wal::log_path(path)).map_err(|e| cannot_open(path, e))?;
-            builder.create(path).map(|db| (db, None))
-        }
-    };
-    opened.map_err(|e| match e {
+fn redb_open_error(path: &Path, e: redb::DatabaseError) -> Error {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => cannot_open(
+            path,
+            format!("the forum is {ALREADY_OPEN} (by another handle or process)"),
+        ),
         redb::DatabaseError::Storage(redb::StorageError::Io(io)) => cannot_open(path, io),
         other => cannot_open(path, other),
-    })
+    }
+}
+
+fn builder() -> redb::Builder {
+    let mut builder = Database::builder();
+    builder.set_cache_size(CACHE_BYTES);
+    builder
+}
+
+/// Opens the redb database of a forum file, creating the file when `create` is set.
+///
+/// An existing redb file that was closed cleanly is first opened read-only and
+/// refused, unwritten, unless it is a Parley forum (or holds no table at all). One
+/// that was not closed cleanly cannot be read without redb's repair; it is repaired
+/// (as its owner's next open would) and then checked, in a transaction that is
+/// never committed for a foreign file.
+fn open_file(path: &Path, create: bool) -> Result<Database> {
+    let opened = file::open(path, create)?;
+    if let file::Opened::Existing(f) = &opened {
+        if f.metadata().map_err(|e| cannot_open(path, e))?.len() > 0 {
+            check_read_only(path)?;
+        }
+    }
+    let backend = FileBackend::new(opened.into_file()).map_err(|e| redb_open_error(path, e))?;
+    builder()
+        .create_with_backend(backend)
+        .map_err(|e| redb_open_error(path, e))
+}
+
+/// Refuses a cleanly closed redb file of another application without writing to it.
+fn check_read_only(path: &Path) -> Result<()> {
+    let file = file::open_read_only(path)?;
+    let backend = FileBackend::new(file).map_err(|e| redb_open_error(path, e))?;
+    let db = match builder().open_read_only_with_backend(backend) {
+        Ok(db) => db,
+        // Not closed cleanly: only a repair can tell (see `open_file`).
+        Err(redb::DatabaseError::RepairAborted) => return Ok(()),
+        Err(e) => return Err(redb_open_error(path, e)),
+    };
+    let txn = db.begin_read()?;
+    let ours = match txn.open_table(META) {
+        Ok(meta) => meta.get("schema_version")?.is_some(),
+        Err(redb::TableError::TableDoesNotExist(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    if !ours && txn.list_tables()?.next().is_some() {
+        return Err(Error::NotAForum(format!(
+            "{} is a redb database of another application; Parley left it untouched",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Moves version 1's thread records into [`MESSAGES`], after each thread's messages.
@@ -184,38 +302,43 @@ fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
 }
 
 /// Runs redb's integrity check (checksums of every page) on a closed forum file,
-/// and then checks that it is a Parley forum this library can read.
+/// and then checks that it is a Parley forum this library can read. Never creates
+/// a file.
 pub fn check_integrity(path: &Path) -> Result<bool> {
-    let (mut db, _) = open_file(path, Durability::Durable)?;
+    let mut db = open_file(path, false)?;
     let ok = db.check_integrity()?;
     drop(db);
-    RedbStore::open(path, Durability::Durable)?;
+    drop(RedbStore::open_existing(path)?);
     Ok(ok)
+}
+
+impl RedbStore {
+    /// Opens an existing forum file (never creating one).
+    pub(crate) fn open_existing(path: &Path) -> Result<Self> {
+        let db = open_file(path, false)?;
+        let mut store = Self::init(db, Durability::Durable)?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
+    }
 }
 
 impl Store for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTx + '_>> {
-        let snapshot = Snapshot(self.db.begin_read()?);
-        // The snapshot may hold a commit whose poster still waits for the disk: a
-        // reader must not see what a crash could take back.
-        if let Some(log) = &self.log {
-            log.wait_durable(log.commits()).map_err(sync_failed)?;
-        }
-        Ok(Box::new(snapshot))
+        let (db, txn) = self.begin(|db| db.begin_read())?;
+        Ok(Box::new(Snapshot { txn, _db: db }))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
-        let mut txn = self.db.begin_write()?;
+        let (db, mut txn) = self.begin(|db| db.begin_write())?;
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
         }
         Ok(Box::new(Writer {
             txn,
-            log: self.log.clone(),
+            store: self,
+            db,
             ids: [None; 4],
-            last_ids: &self.last_ids,
             written: HashMap::new(),
-            threads: &self.threads,
         }))
     }
 
@@ -224,18 +347,21 @@ impl Store for RedbStore {
     }
 }
 
-struct Snapshot(redb::ReadTransaction);
+/// A read snapshot. The transaction is dropped before the database it came from.
+struct Snapshot {
+    txn: redb::ReadTransaction,
+    _db: Arc<Database>,
+}
+
 struct Writer<'s> {
     txn: redb::WriteTransaction,
-    log: Option<Arc<wal::LoggedFile>>,
+    store: &'s RedbStore,
+    db: Arc<Database>,
     /// The last id of each kind handed out in this transaction.
     ids: [Option<u64>; 4],
-    /// The store's, updated when this transaction commits.
-    last_ids: &'s Mutex<[Option<u64>; 4]>,
     /// Thread records stored in this transaction: the store's cache takes them
     /// only if it commits.
     written: HashMap<u64, Arc<ThreadRec>>,
-    threads: &'s ThreadCache,
 }
 
 fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<ThreadRec>>> {
@@ -244,16 +370,12 @@ fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<Thread
     threads.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn sync_failed(e: std::io::Error) -> Error {
-    Error::Storage(format!("syncing the forum's log: {e}"))
-}
-
 impl Snapshot {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<redb::ReadOnlyTable<K, V>> {
-        Ok(self.0.open_table(def)?)
+        Ok(self.txn.open_table(def)?)
     }
 }
 
@@ -271,13 +393,16 @@ impl Writer<'_> {
         if let Some(thread) = self.written.get(&id) {
             return Ok(Some(ThreadRec::clone(thread)));
         }
-        if let Some(thread) = lock_threads(self.threads).get(&id) {
+        if let Some(thread) = lock_threads(&self.store.threads).get(&id) {
             return Ok(Some(ThreadRec::clone(thread)));
         }
         let read = read_thread(&self.table(MESSAGES)?, id)?;
         // Not written in this transaction, so what was read is committed.
         if let Some(thread) = &read {
-            keep_thread(&mut lock_threads(self.threads), Arc::new(thread.clone()));
+            keep_thread(
+                &mut lock_threads(&self.store.threads),
+                Arc::new(thread.clone()),
+            );
         }
         Ok(read)
     }
@@ -522,7 +647,11 @@ impl WriteTx for Writer<'_> {
         let last = match self.ids[k] {
             Some(last) => last,
             None => {
-                let known = self.last_ids.lock().unwrap_or_else(|p| p.into_inner())[k];
+                let known = self
+                    .store
+                    .last_ids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())[k];
                 match known {
                     Some(last) => last,
                     None => self.last_id(kind)?,
@@ -631,37 +760,35 @@ impl WriteTx for Writer<'_> {
     fn commit_deferred(self: Box<Self>) -> Result<Durable> {
         let Writer {
             txn,
-            log,
+            store,
+            db,
             ids,
-            last_ids,
             written,
-            threads,
         } = *self;
         // The cache's lock is held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
         // failed commit leaves the cache as it was.
-        let mut cache = lock_threads(threads);
-        txn.commit()?;
+        let mut cache = lock_threads(&store.threads);
+        if let Err(e) = txn.commit() {
+            drop(cache);
+            if commit_failed_on_io(&e) {
+                store.failed(&db);
+            }
+            return Err(e.into());
+        }
         for thread in written.into_values() {
             keep_thread(&mut cache, thread);
         }
         drop(cache);
-        let mut known = last_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = store.last_ids.lock().unwrap_or_else(|p| p.into_inner());
         for (known, handed) in known.iter_mut().zip(ids) {
             if handed.is_some() {
                 *known = handed;
             }
         }
         drop(known);
-        Ok(match log {
-            Some(log) => {
-                // Counts this commit (and perhaps a later one: waiting for more is
-                // safe).
-                let commits = log.commits();
-                Durable::when(move || log.wait_durable(commits).map_err(sync_failed))
-            }
-            None => Durable::done(),
-        })
+        // redb's durable commit returned: the commit is on disk.
+        Ok(Durable::done())
     }
 }
 
@@ -811,21 +938,47 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_waits_until_what_it_sees_is_durable() {
+    fn a_failed_database_is_reopened_by_the_next_call() {
         let tmp = tempfile::tempdir().unwrap();
         let store = RedbStore::open(&tmp.path().join("forum.redb"), Durability::Durable).unwrap();
-        let log = store.log.clone().expect("a durable file forum has a log");
         let mut w = store.write().unwrap();
         let id = w.next_id(IdKind::Event).unwrap();
         w.put_event(&event(id)).unwrap();
-        // Committed and visible to new snapshots, but not yet synced.
-        let pending = w.commit_deferred().unwrap();
-        let committed = log.commits();
-        assert!(log.durable() < committed, "nothing synced the commit yet");
-        let snapshot = store.read().unwrap();
-        assert!(log.durable() >= committed, "the reader waited for the sync");
-        assert_eq!(snapshot.last_id(IdKind::Event).unwrap(), 1);
-        pending.wait().unwrap();
+        w.commit().unwrap();
+        // As after an I/O error: the slot is emptied while a snapshot still holds
+        // the old database (and its lock on the file).
+        let (old, txn) = store.begin(|db| db.begin_read()).unwrap();
+        let snapshot = Snapshot {
+            txn,
+            _db: Arc::clone(&old),
+        };
+        store.failed(&old);
+        drop(old);
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(snapshot);
+        });
+        let mut w = store.write().unwrap();
+        assert_eq!(
+            w.next_id(IdKind::Event).unwrap(),
+            2,
+            "the ids survive the reopen"
+        );
+        w.put_event(&event(2)).unwrap();
+        w.commit().unwrap();
+        reader.join().unwrap();
+        assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 2);
+    }
+
+    #[test]
+    fn an_in_memory_forum_cannot_be_reopened() {
+        let store = RedbStore::in_memory().unwrap();
+        let db = store.database().unwrap();
+        store.failed(&db);
+        assert!(
+            store.read().is_ok(),
+            "in memory, `failed` is never called on I/O"
+        );
     }
 
     #[test]
@@ -856,10 +1009,11 @@ mod tests {
             w.open_table(t).unwrap().insert(1, 1).unwrap();
             w.commit().unwrap();
         }
-        assert!(matches!(
-            RedbStore::open(&dir, Durability::Durable),
-            Err(Error::NotAForum(_))
-        ));
+        let before = std::fs::read(&dir).unwrap();
+        let err = RedbStore::open(&dir, Durability::Durable).err().unwrap();
+        assert!(matches!(err, Error::NotAForum(_)), "{err}");
+        assert!(err.to_string().contains("untouched"), "{err}");
+        assert_eq!(std::fs::read(&dir).unwrap(), before, "not one byte changed");
     }
 
     #[test]
