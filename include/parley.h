@@ -6,6 +6,15 @@
  *   PARLEY_REFUSED is a normal protocol outcome (SPEC section 12) whose refusal
  *   object {"reason", "status", "message", ...} is handed back in the JSON
  *   out-parameter; every other code is a failure.
+ * - parley_result is a uint32_t, not an enum: C fixes neither the width nor
+ *   the values of an enum. The codes are the PARLEY_* constants below; their
+ *   numbers are stable and new ones are only appended. A function that takes
+ *   a parley_result accepts every uint32_t: parley_result_name gives a value
+ *   that is no code the fixed name "PARLEY_UNKNOWN_RESULT", never NULL.
+ * - Every enum-like input is range-checked: a parley_result as above; the
+ *   kinds, rights, profiles, settings and operations named inside JSON text
+ *   are refused by name when unknown (PARLEY_INVALID_ARGUMENT, or
+ *   PARLEY_UNKNOWN_OPERATION for parley_call's operation).
  * - Out-parameters are written only where a function says so: on PARLEY_OK, and
  *   for parley_call also on PARLEY_REFUSED. On every other result they keep
  *   their previous value.
@@ -31,48 +40,62 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-// What a call into libparley came to. The numbers are stable: new codes are only
-// ever appended.
-//
-// `PARLEY_REFUSED` is a normal outcome of the protocol (SPEC §12), not a failure:
-// the refusal object is handed back like a result.
-typedef enum parley_result {
-  // Success.
-  PARLEY_OK = 0,
-  // The protocol declined the request; the out-parameter holds the refusal
-  // object `{"reason", "status", "message", …}`. Nothing was written.
-  PARLEY_REFUSED = 1,
-  // A pointer parameter that must not be NULL was NULL.
-  PARLEY_NULL_PARAMETER = 2,
-  // A string parameter was not valid UTF-8.
-  PARLEY_INVALID_UTF8 = 3,
-  // A JSON parameter was not well-formed JSON.
-  PARLEY_INVALID_JSON = 4,
-  // A host-side argument was malformed: settings, a token spec, an unknown token
-  // to revoke.
-  PARLEY_INVALID_ARGUMENT = 5,
-  // The forum file was written by a newer schema version of the library.
-  PARLEY_SCHEMA_TOO_NEW = 6,
-  // The storage layer failed: I/O, a damaged file, a lock held by another process.
-  PARLEY_STORAGE = 7,
-  // The library panicked; the panic was caught at the boundary. A forum handle
-  // that was in use is poisoned.
-  PARLEY_PANIC = 8,
-  // The forum handle is poisoned by an earlier panic; only `parley_forum_free`
-  // is still meaningful on it.
-  PARLEY_POISONED = 9,
-  // `parley_call` named an operation that does not exist.
-  PARLEY_UNKNOWN_OPERATION = 10,
-  // The file is not a Parley forum (another application's database, or not a
-  // database at all).
-  PARLEY_NOT_A_FORUM = 11,
-} parley_result;
+#include <stdint.h>
 
 // A Parley forum. Opaque; thread-safe: one handle may be used from many threads
 // at once (writes are serialized inside, reads run on snapshots). It must not be
 // freed while another thread still uses it.
 typedef struct parley_forum parley_forum;
+
+// What a call into libparley came to: one of the `PARLEY_*` constants. The numbers
+// are stable: new codes are only ever appended. A function that takes a
+// `parley_result` accepts every `uint32_t` and says what it does with a value that
+// is not a code.
+//
+// `PARLEY_REFUSED` is a normal outcome of the protocol (SPEC §12), not a failure:
+// the refusal object is handed back like a result.
+typedef uint32_t parley_result;
+
+// Success.
+#define PARLEY_OK 0
+
+// The protocol declined the request; the out-parameter holds the refusal object
+// `{"reason", "status", "message", …}`. Nothing was written.
+#define PARLEY_REFUSED 1
+
+// A pointer parameter that must not be NULL was NULL.
+#define PARLEY_NULL_PARAMETER 2
+
+// A string parameter was not valid UTF-8.
+#define PARLEY_INVALID_UTF8 3
+
+// A JSON parameter was not well-formed JSON.
+#define PARLEY_INVALID_JSON 4
+
+// A host-side argument was malformed: settings, a token spec, an unknown token to
+// revoke.
+#define PARLEY_INVALID_ARGUMENT 5
+
+// The forum file was written by a newer schema version of the library.
+#define PARLEY_SCHEMA_TOO_NEW 6
+
+// The storage layer failed: I/O, a damaged file, a lock held by another process.
+#define PARLEY_STORAGE 7
+
+// The library panicked; the panic was caught at the boundary. A forum handle that
+// was in use is poisoned.
+#define PARLEY_PANIC 8
+
+// The forum handle is poisoned by an earlier panic; only `parley_forum_free` is
+// still meaningful on it.
+#define PARLEY_POISONED 9
+
+// `parley_call` named an operation that does not exist.
+#define PARLEY_UNKNOWN_OPERATION 10
+
+// The file is not a Parley forum (another application's database, or not a
+// database at all).
+#define PARLEY_NOT_A_FORUM 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,9 +118,9 @@ extern "C" {
 // # Safety
 // `path` and `settings_json` are NULL or NUL-terminated strings; `out` is NULL or
 // points to writable storage for one pointer.
-enum parley_result parley_forum_open(const char *path,
-                                     const char *settings_json,
-                                     struct parley_forum **out);
+parley_result parley_forum_open(const char *path,
+                                const char *settings_json,
+                                struct parley_forum **out);
 
 // Closes a forum and releases its handle. NULL is a no-op. The handle must not be
 // used again, by any thread. A poisoned handle is released like any other.
@@ -120,9 +143,9 @@ void parley_forum_free(struct parley_forum *forum);
 // # Safety
 // `forum` is NULL or a live handle; `spec_json` is NULL or a NUL-terminated
 // string; `out_token` is NULL or points to writable storage for one pointer.
-enum parley_result parley_token_create(struct parley_forum *forum,
-                                       const char *spec_json,
-                                       char **out_token);
+parley_result parley_token_create(struct parley_forum *forum,
+                                  const char *spec_json,
+                                  char **out_token);
 
 // Revokes a token: from now on it is refused with `token_invalid`.
 //
@@ -132,7 +155,7 @@ enum parley_result parley_token_create(struct parley_forum *forum,
 //
 // # Safety
 // `forum` is NULL or a live handle; `token` is NULL or a NUL-terminated string.
-enum parley_result parley_token_revoke(struct parley_forum *forum, const char *token);
+parley_result parley_token_revoke(struct parley_forum *forum, const char *token);
 
 // The generic call (SPEC §11.3): runs `operation` (`"get_manifest"`, `"whoami"`,
 // `"post"`, `"get_thread"`, `"list_threads"`, `"get_inbox"`, `"get_events"`,
@@ -153,11 +176,11 @@ enum parley_result parley_token_revoke(struct parley_forum *forum, const char *t
 // `forum` is NULL or a live handle; `token`, `operation` and `args_json` are NULL
 // or NUL-terminated strings; `out_json` is NULL or points to writable storage for
 // one pointer.
-enum parley_result parley_call(struct parley_forum *forum,
-                               const char *token,
-                               const char *operation,
-                               const char *args_json,
-                               char **out_json);
+parley_result parley_call(struct parley_forum *forum,
+                          const char *token,
+                          const char *operation,
+                          const char *args_json,
+                          char **out_json);
 
 // Handles one MCP JSON-RPC 2.0 message (SPEC §11.1) for the holder of `token`
 // (NULL: no token). Malformed JSON-RPC is answered inside the protocol, with a
@@ -173,10 +196,10 @@ enum parley_result parley_call(struct parley_forum *forum,
 // `forum` is NULL or a live handle; `token` and `request_json` are NULL or
 // NUL-terminated strings; `out_json` is NULL or points to writable storage for one
 // pointer.
-enum parley_result parley_mcp_handle(struct parley_forum *forum,
-                                     const char *token,
-                                     const char *request_json,
-                                     char **out_json);
+parley_result parley_mcp_handle(struct parley_forum *forum,
+                                const char *token,
+                                const char *request_json,
+                                char **out_json);
 
 // The manifest (SPEC §13) as JSON text, the same as the `get_manifest` operation.
 //
@@ -186,7 +209,7 @@ enum parley_result parley_mcp_handle(struct parley_forum *forum,
 // # Safety
 // `forum` is NULL or a live handle; `out_json` is NULL or points to writable
 // storage for one pointer.
-enum parley_result parley_forum_manifest(struct parley_forum *forum, char **out_json);
+parley_result parley_forum_manifest(struct parley_forum *forum, char **out_json);
 
 // The identities the forum has issued tokens to, as a JSON array of
 // `{"identity", "kind", "label", "active_tokens"}`, for the host's administration.
@@ -197,7 +220,7 @@ enum parley_result parley_forum_manifest(struct parley_forum *forum, char **out_
 // # Safety
 // `forum` is NULL or a live handle; `out_json` is NULL or points to writable
 // storage for one pointer.
-enum parley_result parley_forum_identities(struct parley_forum *forum, char **out_json);
+parley_result parley_forum_identities(struct parley_forum *forum, char **out_json);
 
 // Checks a closed forum file: redb's page checksums, then that it is a Parley
 // forum this library can read.
@@ -208,7 +231,7 @@ enum parley_result parley_forum_identities(struct parley_forum *forum, char **ou
 // # Safety
 // `path` is NULL or a NUL-terminated string; `out_ok` is NULL or points to
 // writable storage for one `bool`.
-enum parley_result parley_check_integrity(const char *path, bool *out_ok);
+parley_result parley_check_integrity(const char *path, bool *out_ok);
 
 // Releases a string returned by libparley. NULL is a no-op. Strings from any
 // other allocator must not be passed, nor a string whose length the caller
@@ -241,9 +264,10 @@ const char *parley_version(void);
 
 // The name of a result code, e.g. `"PARLEY_REFUSED"`.
 //
-// Returns a static string: never NULL, never to be freed. `r` must be one of the
-// values of `parley_result`.
-const char *parley_result_name(enum parley_result r);
+// Returns a static string: never NULL, never to be freed. Every `uint32_t` is
+// accepted: a value that is not one of the `PARLEY_*` codes gets the fixed name
+// `"PARLEY_UNKNOWN_RESULT"` (the same pointer for every such value).
+const char *parley_result_name(parley_result r);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,7 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use parley_forum::Error;
 use serde_json::Value;
 
-use crate::result::parley_result;
+use crate::result::{
+    parley_result, result_of, PARLEY_INVALID_JSON, PARLEY_INVALID_UTF8, PARLEY_NULL_PARAMETER,
+    PARLEY_OK, PARLEY_PANIC,
+};
 
 /// Why a call did not return `PARLEY_OK`: the code and a one-line message that
 /// `parley_last_error` hands to C.
@@ -28,17 +31,14 @@ impl Failure {
     }
 
     pub(crate) fn null(param: &str) -> Self {
-        Failure::new(
-            parley_result::PARLEY_NULL_PARAMETER,
-            format!("`{param}` is NULL"),
-        )
+        Failure::new(PARLEY_NULL_PARAMETER, format!("`{param}` is NULL"))
     }
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         Failure {
-            code: parley_result::of(&error),
+            code: result_of(&error),
             message: error.to_string(),
         }
     }
@@ -116,7 +116,7 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> parley_result {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
             set_last_error("");
-            parley_result::PARLEY_OK
+            PARLEY_OK
         }
         Ok(Err(failure)) => {
             set_last_error(&failure.message);
@@ -127,7 +127,7 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> parley_result {
                 "panic inside libparley: {}",
                 panic_message(&*payload)
             ));
-            parley_result::PARLEY_PANIC
+            PARLEY_PANIC
         }
     }
 }
@@ -160,7 +160,7 @@ pub(crate) unsafe fn opt_str_arg<'a>(
     let bytes = CStr::from_ptr(ptr).to_bytes();
     std::str::from_utf8(bytes).map(Some).map_err(|e| {
         Failure::new(
-            parley_result::PARLEY_INVALID_UTF8,
+            PARLEY_INVALID_UTF8,
             format!("`{param}` is not valid UTF-8 (at byte {})", e.valid_up_to()),
         )
     })
@@ -184,7 +184,7 @@ pub(crate) unsafe fn json_arg(
 pub(crate) fn parse_json(text: &str, param: &str) -> Result<Value, Failure> {
     serde_json::from_str(text).map_err(|e| {
         Failure::new(
-            parley_result::PARLEY_INVALID_JSON,
+            PARLEY_INVALID_JSON,
             format!("`{param}` is not valid JSON: {e}"),
         )
     })
@@ -219,16 +219,16 @@ mod tests {
     #[test]
     fn a_panic_becomes_a_code_and_a_message() {
         let code = guard(|| panic!("boom"));
-        assert_eq!(code, parley_result::PARLEY_PANIC);
+        assert_eq!(code, PARLEY_PANIC);
         assert!(last_error().contains("boom"));
-        assert_eq!(guard(|| Ok(())), parley_result::PARLEY_OK);
+        assert_eq!(guard(|| Ok(())), PARLEY_OK);
         assert_eq!(last_error(), "");
     }
 
     #[test]
     fn failures_set_the_last_error() {
         let code = guard(|| Err(Failure::null("forum")));
-        assert_eq!(code, parley_result::PARLEY_NULL_PARAMETER);
+        assert_eq!(code, PARLEY_NULL_PARAMETER);
         assert_eq!(last_error(), "`forum` is NULL");
         let mut buf = [0x55 as c_char; 6];
         let full = last_error_copy(buf.as_mut_ptr(), buf.len());
@@ -249,11 +249,11 @@ mod tests {
         let bad = b"\xff\xfe\0";
         // SAFETY: the literal is NUL-terminated.
         let err = unsafe { str_arg(bad.as_ptr().cast(), "token") }.unwrap_err();
-        assert_eq!(err.code, parley_result::PARLEY_INVALID_UTF8);
+        assert_eq!(err.code, PARLEY_INVALID_UTF8);
         // SAFETY: NULL is allowed.
         let err = unsafe { str_arg(std::ptr::null(), "token") }.unwrap_err();
-        assert_eq!(err.code, parley_result::PARLEY_NULL_PARAMETER);
+        assert_eq!(err.code, PARLEY_NULL_PARAMETER);
         let err = parse_json("{", "args_json").unwrap_err();
-        assert_eq!(err.code, parley_result::PARLEY_INVALID_JSON);
+        assert_eq!(err.code, PARLEY_INVALID_JSON);
     }
 }

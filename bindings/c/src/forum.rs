@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use crate::boundary::{
     self, guard, guard_void, into_c, json_arg, opt_str_arg, out_arg, str_arg, Failure,
 };
-use crate::result::parley_result;
+#[cfg(not(unix))]
+use crate::result::PARLEY_INVALID_UTF8;
+use crate::result::{parley_result, PARLEY_INVALID_ARGUMENT, PARLEY_POISONED};
 
 /// A Parley forum. Opaque; thread-safe: one handle may be used from many threads
 /// at once (writes are serialized inside, reads run on snapshots). It must not be
@@ -41,7 +43,7 @@ impl parley_forum {
     fn enter<T>(&self, f: impl FnOnce(&Forum) -> Result<T, Failure>) -> Result<T, Failure> {
         if self.poisoned.load(Ordering::SeqCst) {
             return Err(Failure::new(
-                parley_result::PARLEY_POISONED,
+                PARLEY_POISONED,
                 "the forum handle is poisoned by an earlier panic; free it and open the forum again",
             ));
         }
@@ -87,12 +89,9 @@ fn path_of(bytes: &CStr) -> Result<PathBuf, Failure> {
 
 #[cfg(not(unix))]
 fn path_of(bytes: &CStr) -> Result<PathBuf, Failure> {
-    let text = bytes.to_str().map_err(|_| {
-        Failure::new(
-            parley_result::PARLEY_INVALID_UTF8,
-            "`path` is not valid UTF-8",
-        )
-    })?;
+    let text = bytes
+        .to_str()
+        .map_err(|_| Failure::new(PARLEY_INVALID_UTF8, "`path` is not valid UTF-8"))?;
     Ok(PathBuf::from(text))
 }
 
@@ -202,7 +201,7 @@ pub unsafe extern "C" fn parley_token_revoke(
             Ok(())
         } else {
             Err(Failure::new(
-                parley_result::PARLEY_INVALID_ARGUMENT,
+                PARLEY_INVALID_ARGUMENT,
                 "the token is unknown or already revoked",
             ))
         }
@@ -407,6 +406,7 @@ pub extern "C" fn parley_version() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::{PARLEY_OK, PARLEY_PANIC, PARLEY_REFUSED};
     use std::ptr;
 
     unsafe fn text(p: *mut c_char) -> String {
@@ -422,11 +422,11 @@ mod tests {
         unsafe {
             assert_eq!(
                 parley_forum_open(ptr::null(), ptr::null(), &mut forum),
-                parley_result::PARLEY_OK
+                PARLEY_OK
             );
             let handle = &*forum;
             let code = guard(|| handle.enter(|_| -> Result<(), Failure> { panic!("engine bug") }));
-            assert_eq!(code, parley_result::PARLEY_PANIC);
+            assert_eq!(code, PARLEY_PANIC);
             let mut out = ptr::null_mut();
             let code = parley_call(
                 forum,
@@ -435,7 +435,7 @@ mod tests {
                 ptr::null(),
                 &mut out,
             );
-            assert_eq!(code, parley_result::PARLEY_POISONED);
+            assert_eq!(code, PARLEY_POISONED);
             assert!(out.is_null());
             parley_forum_free(forum);
         }
@@ -448,7 +448,7 @@ mod tests {
         unsafe {
             assert_eq!(
                 parley_forum_open(ptr::null(), ptr::null(), &mut forum),
-                parley_result::PARLEY_OK
+                PARLEY_OK
             );
             let mut out = ptr::null_mut();
             let code = parley_call(
@@ -458,23 +458,20 @@ mod tests {
                 ptr::null(),
                 &mut out,
             );
-            assert_eq!(code, parley_result::PARLEY_REFUSED);
+            assert_eq!(code, PARLEY_REFUSED);
             let refusal: Value = serde_json::from_str(&text(out)).unwrap();
             assert_eq!(refusal["reason"], "token_missing");
             assert_eq!(refusal["status"], 401);
 
             let mut token = ptr::null_mut();
             let code = parley_token_create(forum, c"{\"handle\":\"alice\"}".as_ptr(), &mut token);
-            assert_eq!(code, parley_result::PARLEY_OK);
+            assert_eq!(code, PARLEY_OK);
             let code = parley_call(forum, token, c"whoami".as_ptr(), ptr::null(), &mut out);
-            assert_eq!(code, parley_result::PARLEY_OK);
+            assert_eq!(code, PARLEY_OK);
             let me: Value = serde_json::from_str(&text(out)).unwrap();
             assert_eq!(me["identity"], "ainotes:alice");
-            assert_eq!(parley_token_revoke(forum, token), parley_result::PARLEY_OK);
-            assert_eq!(
-                parley_token_revoke(forum, token),
-                parley_result::PARLEY_INVALID_ARGUMENT
-            );
+            assert_eq!(parley_token_revoke(forum, token), PARLEY_OK);
+            assert_eq!(parley_token_revoke(forum, token), PARLEY_INVALID_ARGUMENT);
             parley_string_free(token);
             parley_forum_free(forum);
         }

@@ -6,11 +6,14 @@
 //! `include/parley.h`, generated from this crate by a pinned cbindgen.
 //!
 //! Conventions, the same for every export:
-//! - every fallible function returns a [`parley_result`]; out-parameters are
+//! - every fallible function returns a [`parley_result`], a `uint32_t` with named
+//!   constants (`PARLEY_OK`, …), never a C `enum`; out-parameters are
 //!   written only where the function's documentation says so (in general: only on
 //!   success, and the refusal object on `PARLEY_REFUSED`);
 //! - every pointer is checked for NULL, every string for UTF-8, every JSON text
-//!   for well-formedness;
+//!   for well-formedness, every enum-like input for its range (a `parley_result`
+//!   that is no code is named `PARLEY_UNKNOWN_RESULT`; the kinds, rights,
+//!   profiles and operations inside JSON are refused by name when unknown);
 //! - every string handed out belongs to the caller and is released with
 //!   `parley_string_free`; every `_free(NULL)` is a no-op;
 //! - every body runs inside a panic boundary: a panic returns `PARLEY_PANIC` and
@@ -28,4 +31,9 @@ pub use forum::{
     parley_mcp_handle, parley_string_free, parley_token_create, parley_token_revoke,
     parley_version,
 };
-pub use result::{parley_result, parley_result_name};
+pub use result::{
+    is_code, name_of, parley_result, parley_result_name, result_of, PARLEY_INVALID_ARGUMENT,
+    PARLEY_INVALID_JSON, PARLEY_INVALID_UTF8, PARLEY_NOT_A_FORUM, PARLEY_NULL_PARAMETER, PARLEY_OK,
+    PARLEY_PANIC, PARLEY_POISONED, PARLEY_REFUSED, PARLEY_SCHEMA_TOO_NEW, PARLEY_STORAGE,
+    PARLEY_UNKNOWN_OPERATION,
+};

@@ -1,96 +1,105 @@
 //! The result codes of the C ABI and their mapping from [`parley_forum::Error`].
+//!
+//! A code is a fixed-width integer with named constants, not a Rust or C `enum`:
+//! C fixes neither the width nor the set of values of an `enum`, and a value
+//! outside a Rust enum's variants is undefined behaviour the moment it is read.
+//! So every code C hands in is a plain `u32`, and a function that takes one
+//! checks its range (see [`parley_result_name`]).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
 
 use parley_forum::Error;
 
-/// What a call into libparley came to. The numbers are stable: new codes are only
-/// ever appended.
+/// What a call into libparley came to: one of the `PARLEY_*` constants. The numbers
+/// are stable: new codes are only ever appended. A function that takes a
+/// `parley_result` accepts every `uint32_t` and says what it does with a value that
+/// is not a code.
 ///
 /// `PARLEY_REFUSED` is a normal outcome of the protocol (SPEC §12), not a failure:
 /// the refusal object is handed back like a result.
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum parley_result {
-    /// Success.
-    PARLEY_OK = 0,
-    /// The protocol declined the request; the out-parameter holds the refusal
-    /// object `{"reason", "status", "message", …}`. Nothing was written.
-    PARLEY_REFUSED = 1,
-    /// A pointer parameter that must not be NULL was NULL.
-    PARLEY_NULL_PARAMETER = 2,
-    /// A string parameter was not valid UTF-8.
-    PARLEY_INVALID_UTF8 = 3,
-    /// A JSON parameter was not well-formed JSON.
-    PARLEY_INVALID_JSON = 4,
-    /// A host-side argument was malformed: settings, a token spec, an unknown token
-    /// to revoke.
-    PARLEY_INVALID_ARGUMENT = 5,
-    /// The forum file was written by a newer schema version of the library.
-    PARLEY_SCHEMA_TOO_NEW = 6,
-    /// The storage layer failed: I/O, a damaged file, a lock held by another process.
-    PARLEY_STORAGE = 7,
-    /// The library panicked; the panic was caught at the boundary. A forum handle
-    /// that was in use is poisoned.
-    PARLEY_PANIC = 8,
-    /// The forum handle is poisoned by an earlier panic; only `parley_forum_free`
-    /// is still meaningful on it.
-    PARLEY_POISONED = 9,
-    /// `parley_call` named an operation that does not exist.
-    PARLEY_UNKNOWN_OPERATION = 10,
-    /// The file is not a Parley forum (another application's database, or not a
-    /// database at all).
-    PARLEY_NOT_A_FORUM = 11,
+pub type parley_result = u32;
+
+/// Success.
+pub const PARLEY_OK: parley_result = 0;
+/// The protocol declined the request; the out-parameter holds the refusal object
+/// `{"reason", "status", "message", …}`. Nothing was written.
+pub const PARLEY_REFUSED: parley_result = 1;
+/// A pointer parameter that must not be NULL was NULL.
+pub const PARLEY_NULL_PARAMETER: parley_result = 2;
+/// A string parameter was not valid UTF-8.
+pub const PARLEY_INVALID_UTF8: parley_result = 3;
+/// A JSON parameter was not well-formed JSON.
+pub const PARLEY_INVALID_JSON: parley_result = 4;
+/// A host-side argument was malformed: settings, a token spec, an unknown token to
+/// revoke.
+pub const PARLEY_INVALID_ARGUMENT: parley_result = 5;
+/// The forum file was written by a newer schema version of the library.
+pub const PARLEY_SCHEMA_TOO_NEW: parley_result = 6;
+/// The storage layer failed: I/O, a damaged file, a lock held by another process.
+pub const PARLEY_STORAGE: parley_result = 7;
+/// The library panicked; the panic was caught at the boundary. A forum handle that
+/// was in use is poisoned.
+pub const PARLEY_PANIC: parley_result = 8;
+/// The forum handle is poisoned by an earlier panic; only `parley_forum_free` is
+/// still meaningful on it.
+pub const PARLEY_POISONED: parley_result = 9;
+/// `parley_call` named an operation that does not exist.
+pub const PARLEY_UNKNOWN_OPERATION: parley_result = 10;
+/// The file is not a Parley forum (another application's database, or not a
+/// database at all).
+pub const PARLEY_NOT_A_FORUM: parley_result = 11;
+
+/// What [`parley_result_name`] returns for a value that is not a code.
+pub(crate) const UNKNOWN_RESULT_NAME: &CStr = c"PARLEY_UNKNOWN_RESULT";
+
+/// The name of a code, e.g. `"PARLEY_OK"`; `None` for a value that is not a code.
+/// The only place a code's name is written.
+pub fn name_of(code: parley_result) -> Option<&'static CStr> {
+    Some(match code {
+        PARLEY_OK => c"PARLEY_OK",
+        PARLEY_REFUSED => c"PARLEY_REFUSED",
+        PARLEY_NULL_PARAMETER => c"PARLEY_NULL_PARAMETER",
+        PARLEY_INVALID_UTF8 => c"PARLEY_INVALID_UTF8",
+        PARLEY_INVALID_JSON => c"PARLEY_INVALID_JSON",
+        PARLEY_INVALID_ARGUMENT => c"PARLEY_INVALID_ARGUMENT",
+        PARLEY_SCHEMA_TOO_NEW => c"PARLEY_SCHEMA_TOO_NEW",
+        PARLEY_STORAGE => c"PARLEY_STORAGE",
+        PARLEY_PANIC => c"PARLEY_PANIC",
+        PARLEY_POISONED => c"PARLEY_POISONED",
+        PARLEY_UNKNOWN_OPERATION => c"PARLEY_UNKNOWN_OPERATION",
+        PARLEY_NOT_A_FORUM => c"PARLEY_NOT_A_FORUM",
+        _ => return None,
+    })
 }
 
-impl parley_result {
-    /// The code's name with a trailing NUL, so C can borrow it for ever.
-    pub(crate) const fn name_nul(self) -> &'static str {
-        match self {
-            parley_result::PARLEY_OK => "PARLEY_OK\0",
-            parley_result::PARLEY_REFUSED => "PARLEY_REFUSED\0",
-            parley_result::PARLEY_NULL_PARAMETER => "PARLEY_NULL_PARAMETER\0",
-            parley_result::PARLEY_INVALID_UTF8 => "PARLEY_INVALID_UTF8\0",
-            parley_result::PARLEY_INVALID_JSON => "PARLEY_INVALID_JSON\0",
-            parley_result::PARLEY_INVALID_ARGUMENT => "PARLEY_INVALID_ARGUMENT\0",
-            parley_result::PARLEY_SCHEMA_TOO_NEW => "PARLEY_SCHEMA_TOO_NEW\0",
-            parley_result::PARLEY_STORAGE => "PARLEY_STORAGE\0",
-            parley_result::PARLEY_PANIC => "PARLEY_PANIC\0",
-            parley_result::PARLEY_POISONED => "PARLEY_POISONED\0",
-            parley_result::PARLEY_UNKNOWN_OPERATION => "PARLEY_UNKNOWN_OPERATION\0",
-            parley_result::PARLEY_NOT_A_FORUM => "PARLEY_NOT_A_FORUM\0",
-        }
-    }
+/// Whether `code` is one of the `PARLEY_*` constants.
+pub fn is_code(code: parley_result) -> bool {
+    name_of(code).is_some()
+}
 
-    /// The code's name, e.g. `"PARLEY_OK"`.
-    pub fn name(self) -> &'static str {
-        let with_nul = self.name_nul();
-        &with_nul[..with_nul.len() - 1]
-    }
-
-    /// The code for a library error.
-    pub fn of(error: &Error) -> parley_result {
-        match error {
-            Error::Refused(_) => parley_result::PARLEY_REFUSED,
-            Error::UnknownOperation(_) => parley_result::PARLEY_UNKNOWN_OPERATION,
-            Error::InvalidArgument(_) => parley_result::PARLEY_INVALID_ARGUMENT,
-            Error::SchemaTooNew { .. } => parley_result::PARLEY_SCHEMA_TOO_NEW,
-            Error::NotAForum(_) => parley_result::PARLEY_NOT_A_FORUM,
-            // `Error` is non-exhaustive: a variant added later is a storage-side
-            // failure until it earns a code of its own.
-            _ => parley_result::PARLEY_STORAGE,
-        }
+/// The code for a library error.
+pub fn result_of(error: &Error) -> parley_result {
+    match error {
+        Error::Refused(_) => PARLEY_REFUSED,
+        Error::UnknownOperation(_) => PARLEY_UNKNOWN_OPERATION,
+        Error::InvalidArgument(_) => PARLEY_INVALID_ARGUMENT,
+        Error::SchemaTooNew { .. } => PARLEY_SCHEMA_TOO_NEW,
+        Error::NotAForum(_) => PARLEY_NOT_A_FORUM,
+        // `Error` is non-exhaustive: a variant added later is a storage-side
+        // failure until it earns a code of its own.
+        _ => PARLEY_STORAGE,
     }
 }
 
 /// The name of a result code, e.g. `"PARLEY_REFUSED"`.
 ///
-/// Returns a static string: never NULL, never to be freed. `r` must be one of the
-/// values of `parley_result`.
+/// Returns a static string: never NULL, never to be freed. Every `uint32_t` is
+/// accepted: a value that is not one of the `PARLEY_*` codes gets the fixed name
+/// `"PARLEY_UNKNOWN_RESULT"` (the same pointer for every such value).
 #[no_mangle]
 pub extern "C" fn parley_result_name(r: parley_result) -> *const c_char {
-    r.name_nul().as_ptr().cast()
+    name_of(r).unwrap_or(UNKNOWN_RESULT_NAME).as_ptr()
 }
 
 #[cfg(test)]
@@ -98,60 +107,48 @@ mod tests {
     use super::*;
     use parley_forum::{Reason, Refusal};
 
-    /// Every code, in numeric order.
-    const ALL: [parley_result; 12] = [
-        parley_result::PARLEY_OK,
-        parley_result::PARLEY_REFUSED,
-        parley_result::PARLEY_NULL_PARAMETER,
-        parley_result::PARLEY_INVALID_UTF8,
-        parley_result::PARLEY_INVALID_JSON,
-        parley_result::PARLEY_INVALID_ARGUMENT,
-        parley_result::PARLEY_SCHEMA_TOO_NEW,
-        parley_result::PARLEY_STORAGE,
-        parley_result::PARLEY_PANIC,
-        parley_result::PARLEY_POISONED,
-        parley_result::PARLEY_UNKNOWN_OPERATION,
-        parley_result::PARLEY_NOT_A_FORUM,
-    ];
-
     #[test]
     fn numbers_are_dense_and_stable() {
-        for (i, code) in ALL.iter().enumerate() {
-            assert_eq!(*code as usize, i);
-            assert!(code.name().starts_with("PARLEY_"));
-            assert!(!code.name().contains('\0'));
+        let count = (0..=u32::from(u8::MAX)).filter(|c| is_code(*c)).count();
+        assert_eq!(count, 12);
+        for code in 0..12 {
+            let name = name_of(code).unwrap().to_str().unwrap();
+            assert!(name.starts_with("PARLEY_"), "{name}");
         }
+        assert_eq!(name_of(PARLEY_OK), Some(c"PARLEY_OK"));
+        assert_eq!(name_of(PARLEY_NOT_A_FORUM), Some(c"PARLEY_NOT_A_FORUM"));
+    }
+
+    #[test]
+    fn values_that_are_not_codes_get_the_unknown_name() {
+        let unknown = parley_result_name(9999);
+        for value in [12, 13, 255, 256, 9999, 1 << 31, u32::MAX - 1, u32::MAX] {
+            assert!(!is_code(value));
+            let name = parley_result_name(value);
+            assert_eq!(name, unknown, "one static string for {value}");
+            // SAFETY: parley_result_name returns a static NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(name) };
+            assert_eq!(name, UNKNOWN_RESULT_NAME);
+        }
+        // SAFETY: as above.
+        let ok = unsafe { CStr::from_ptr(parley_result_name(PARLEY_OK)) };
+        assert_eq!(ok, c"PARLEY_OK");
     }
 
     #[test]
     fn errors_map_to_codes() {
         let refused = Error::Refused(Refusal::new(Reason::SelfReply, "x"));
-        assert_eq!(parley_result::of(&refused), parley_result::PARLEY_REFUSED);
+        assert_eq!(result_of(&refused), PARLEY_REFUSED);
         let op = Error::UnknownOperation("fly".into());
-        assert_eq!(
-            parley_result::of(&op),
-            parley_result::PARLEY_UNKNOWN_OPERATION
-        );
+        assert_eq!(result_of(&op), PARLEY_UNKNOWN_OPERATION);
         let newer = Error::SchemaTooNew {
             found: 9,
             supported: 1,
         };
-        assert_eq!(
-            parley_result::of(&newer),
-            parley_result::PARLEY_SCHEMA_TOO_NEW
-        );
-        assert_eq!(
-            parley_result::of(&Error::NotAForum("x".into())),
-            parley_result::PARLEY_NOT_A_FORUM
-        );
-        assert_eq!(
-            parley_result::of(&Error::Storage("x".into())),
-            parley_result::PARLEY_STORAGE
-        );
+        assert_eq!(result_of(&newer), PARLEY_SCHEMA_TOO_NEW);
+        assert_eq!(result_of(&Error::NotAForum("x".into())), PARLEY_NOT_A_FORUM);
+        assert_eq!(result_of(&Error::Storage("x".into())), PARLEY_STORAGE);
         let bad = Error::InvalidArgument("x".into());
-        assert_eq!(
-            parley_result::of(&bad),
-            parley_result::PARLEY_INVALID_ARGUMENT
-        );
+        assert_eq!(result_of(&bad), PARLEY_INVALID_ARGUMENT);
     }
 }

@@ -3,8 +3,13 @@
 #include "parley.h"
 #include "parley.h" // the include guard makes a second inclusion harmless
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
+
+// The same fixed-width type in C and C++: no C++ enum, whose range would differ.
+static_assert(std::is_same<parley_result, std::uint32_t>::value, "parley_result is a uint32_t");
 
 int main() {
     parley_forum *forum = nullptr;
@@ -18,7 +23,8 @@ int main() {
         std::fprintf(stderr, "get_manifest: %s\n", parley_last_error());
         failed = 1;
     }
-    if (std::strcmp(parley_result_name(PARLEY_REFUSED), "PARLEY_REFUSED") != 0) {
+    if (std::strcmp(parley_result_name(PARLEY_REFUSED), "PARLEY_REFUSED") != 0 ||
+        std::strcmp(parley_result_name(UINT32_MAX), "PARLEY_UNKNOWN_RESULT") != 0) {
         failed = 1;
     }
     parley_string_free(out);

@@ -40,12 +40,12 @@ impl Forum {
                 &mut forum,
             )
         };
-        assert_eq!(rc, parley_result::PARLEY_OK);
+        assert_eq!(rc, PARLEY_OK);
         let mut token = ptr::null_mut();
         // SAFETY: live handle, valid strings and out-parameter.
         let rc =
             unsafe { parley_token_create(forum, c"{\"handle\":\"fuzz\"}".as_ptr(), &mut token) };
-        assert_eq!(rc, parley_result::PARLEY_OK);
+        assert_eq!(rc, PARLEY_OK);
         // SAFETY: the token came from libparley; copied, then freed once.
         let secret = unsafe { CStr::from_ptr(token) }.to_owned();
         unsafe { parley_string_free(token) };
@@ -94,15 +94,15 @@ proptest! {
         // SAFETY: live handle, NUL-terminated strings, valid out-parameter.
         let rc = unsafe { parley_call(forum.0, token, op.as_ptr(), args.as_ptr(), &mut out) };
         match rc {
-            parley_result::PARLEY_OK => { take_json(out); }
-            parley_result::PARLEY_REFUSED => {
+            PARLEY_OK => { take_json(out); }
+            PARLEY_REFUSED => {
                 let refusal = take_json(out);
                 prop_assert!(refusal["reason"].is_string());
                 prop_assert!(refusal["status"].is_u64());
             }
-            parley_result::PARLEY_INVALID_UTF8
-            | parley_result::PARLEY_INVALID_JSON
-            | parley_result::PARLEY_UNKNOWN_OPERATION => prop_assert_eq!(out, SENTINEL),
+            PARLEY_INVALID_UTF8
+            | PARLEY_INVALID_JSON
+            | PARLEY_UNKNOWN_OPERATION => prop_assert_eq!(out, SENTINEL),
             other => prop_assert!(false, "unexpected {:?}", other),
         }
     }
@@ -115,14 +115,14 @@ proptest! {
         // SAFETY: live handle, NUL-terminated strings, valid out-parameter.
         let rc = unsafe { parley_mcp_handle(forum.0, forum.1.as_ptr(), request.as_ptr(), &mut out) };
         match rc {
-            parley_result::PARLEY_OK => {
+            PARLEY_OK => {
                 prop_assert_ne!(out, SENTINEL);
                 if !out.is_null() {
                     let response = take_json(out);
                     prop_assert_eq!(&response["jsonrpc"], "2.0");
                 }
             }
-            parley_result::PARLEY_INVALID_UTF8 => prop_assert_eq!(out, SENTINEL),
+            PARLEY_INVALID_UTF8 => prop_assert_eq!(out, SENTINEL),
             other => prop_assert!(false, "unexpected {:?}", other),
         }
     }
@@ -136,25 +136,25 @@ proptest! {
         let rc = unsafe { parley_forum_open(ptr::null(), settings.as_ptr(), &mut forum) };
         prop_assert!(matches!(
             rc,
-            parley_result::PARLEY_OK
-                | parley_result::PARLEY_INVALID_UTF8
-                | parley_result::PARLEY_INVALID_JSON
-                | parley_result::PARLEY_INVALID_ARGUMENT
+            PARLEY_OK
+                | PARLEY_INVALID_UTF8
+                | PARLEY_INVALID_JSON
+                | PARLEY_INVALID_ARGUMENT
         ), "{:?}", rc);
-        prop_assert_eq!(forum.is_null(), rc != parley_result::PARLEY_OK);
-        if rc == parley_result::PARLEY_OK {
+        prop_assert_eq!(forum.is_null(), rc != PARLEY_OK);
+        if rc == PARLEY_OK {
             let mut token = SENTINEL;
             // SAFETY: live handle, NUL-terminated string, valid out-parameter.
             let rc = unsafe { parley_token_create(forum, spec.as_ptr(), &mut token) };
             prop_assert!(matches!(
                 rc,
-                parley_result::PARLEY_OK
-                    | parley_result::PARLEY_INVALID_UTF8
-                    | parley_result::PARLEY_INVALID_JSON
-                    | parley_result::PARLEY_INVALID_ARGUMENT
+                PARLEY_OK
+                    | PARLEY_INVALID_UTF8
+                    | PARLEY_INVALID_JSON
+                    | PARLEY_INVALID_ARGUMENT
             ), "{:?}", rc);
-            prop_assert_eq!(token == SENTINEL, rc != parley_result::PARLEY_OK);
-            if rc == parley_result::PARLEY_OK {
+            prop_assert_eq!(token == SENTINEL, rc != PARLEY_OK);
+            if rc == PARLEY_OK {
                 // SAFETY: the token came from libparley and is freed once.
                 unsafe { parley_string_free(token) };
             }

@@ -7,6 +7,7 @@
  * `cargo run -p parley-c --example fixtures -- <dir>`. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,23 @@ static void version_and_result_names(void) {
         CHECK_STR(parley_result_name((parley_result)i), names[i]);
     }
     CHECK(PARLEY_OK == 0 && PARLEY_REFUSED == 1 && PARLEY_NOT_A_FORUM == 11);
+}
+
+/* parley_result is a uint32_t: C may hand in any value, and a value that is not
+ * a code gets the fixed name PARLEY_UNKNOWN_RESULT, never a crash or NULL. */
+static void result_names_of_values_that_are_not_codes(void) {
+    static const parley_result not_codes[] = {12, 13, 255, 256, 9999, 0x7fffffffu, 0x80000000u, UINT32_MAX - 1,
+                                              UINT32_MAX};
+    size_t i;
+    const char *unknown = parley_result_name((parley_result)9999);
+    CHECK_STR(unknown, "PARLEY_UNKNOWN_RESULT");
+    for (i = 0; i < sizeof not_codes / sizeof not_codes[0]; i++) {
+        const char *name = parley_result_name(not_codes[i]);
+        CHECK_STR(name, "PARLEY_UNKNOWN_RESULT");
+        CHECK(name == unknown); /* static: one string for every such value */
+    }
+    CHECK(sizeof(parley_result) == sizeof(uint32_t));
+    CHECK(strcmp(parley_result_name(PARLEY_NOT_A_FORUM), "PARLEY_UNKNOWN_RESULT") != 0);
 }
 
 static void free_functions_accept_null(void) {
@@ -215,6 +233,78 @@ static void tokens_are_issued_and_checked(void) {
     CHECK_STR(str_at(me, "label"), "Alice");
     CHECK(json_array_size(json_object_get(me, "rights")) == 3);
     json_decref(me);
+    parley_string_free(alice);
+    parley_forum_free(forum);
+}
+
+/* The enum-like inputs inside JSON (a token's kind and rights, the profiles and
+ * durability of the settings, the operation of parley_call, an envelope's kind
+ * and state) are range-checked: a value outside the set is refused by name and
+ * nothing is handed out or created. */
+static void enum_like_inputs_are_range_checked(void) {
+    static const char *const bad_specs[] = {
+        "{\"handle\":\"x\",\"kind\":\"robot\"}",   "{\"handle\":\"x\",\"kind\":\"LLM\"}",
+        "{\"handle\":\"x\",\"kind\":\"\"}",        "{\"handle\":\"x\",\"kind\":0}",
+        "{\"handle\":\"x\",\"kind\":1}",             "{\"handle\":\"x\",\"kind\":4294967295}",
+        "{\"handle\":\"x\",\"kind\":null}",          "{\"handle\":\"x\",\"kind\":true}",
+        "{\"handle\":\"x\",\"kind\":[\"llm\"]}",    "{\"handle\":\"x\",\"rights\":[\"READ\"]}",
+        "{\"handle\":\"x\",\"rights\":[0]}",         "{\"handle\":\"x\",\"rights\":[null]}",
+        "{\"handle\":\"x\",\"rights\":\"read\"}",   "{\"handle\":\"x\",\"rights\":{\"read\":true}}",
+        "{\"handle\":\"x\",\"rights\":[\"read\",\"admin\"]}",
+    };
+    static const char *const bad_settings[] = {
+        "{\"profiles\":[\"dialectik\"]}", "{\"profiles\":\"dialectic\"}", "{\"profiles\":[1]}",
+        "{\"profiles\":[null]}",          "{\"durable\":1}",              "{\"durable\":\"true\"}",
+        "{\"durable\":null}",             "{\"limits\":{\"page_max\":-1}}", "{\"limits\":{\"pages\":1}}",
+    };
+    static const char *const bad_operations[] = {"POST", "post ", " post", "", "get_manifest\t", "tools/call"};
+    static const char *const bad_envelopes[] = {
+        "{\"kind\":\"ASK\",\"body\":\"b\"}",  "{\"kind\":\"vote\",\"body\":\"b\"}",
+        "{\"kind\":\"\",\"body\":\"b\"}",     "{\"kind\":3,\"body\":\"b\"}",
+        "{\"kind\":\"mark\",\"thread\":1,\"state\":\"done\",\"body\":\"b\"}",
+        "{\"kind\":\"mark\",\"thread\":1,\"state\":2,\"body\":\"b\"}",
+    };
+    parley_forum *forum = open_memory();
+    parley_forum *other = (parley_forum *)SENTINEL;
+    char *alice = make_token(forum, "{\"handle\":\"alice\"}");
+    char *token = SENTINEL;
+    char *out = SENTINEL;
+    json_t *list, *refusal;
+    const char *reason;
+    size_t i;
+
+    for (i = 0; i < sizeof bad_specs / sizeof bad_specs[0]; i++) {
+        CHECK_RC(parley_token_create(forum, bad_specs[i], &token), PARLEY_INVALID_ARGUMENT);
+        CHECK(strlen(parley_last_error()) > 0);
+    }
+    CHECK(token == SENTINEL);
+    for (i = 0; i < sizeof bad_settings / sizeof bad_settings[0]; i++) {
+        CHECK_RC(parley_forum_open(NULL, bad_settings[i], &other), PARLEY_INVALID_ARGUMENT);
+    }
+    CHECK(other == (parley_forum *)SENTINEL);
+    for (i = 0; i < sizeof bad_operations / sizeof bad_operations[0]; i++) {
+        CHECK_RC(parley_call(forum, alice, bad_operations[i], "{}", &out), PARLEY_UNKNOWN_OPERATION);
+    }
+    CHECK(out == SENTINEL);
+    for (i = 0; i < sizeof bad_envelopes / sizeof bad_envelopes[0]; i++) {
+        out = NULL;
+        CHECK_RC(parley_call(forum, alice, "post", bad_envelopes[i], &out), PARLEY_REFUSED);
+        refusal = take_json(out);
+        reason = str_at(refusal, "reason");
+        CHECK(reason != NULL && (strcmp(reason, "unknown_kind") == 0 || strcmp(reason, "invalid_body") == 0));
+        json_decref(refusal);
+    }
+
+    /* Only alice was issued a token, and nothing was posted. */
+    out = NULL;
+    CHECK_RC(parley_forum_identities(forum, &out), PARLEY_OK);
+    list = take_json(out);
+    CHECK(json_array_size(list) == 1);
+    json_decref(list);
+    out = NULL;
+    CHECK_RC(parley_call(forum, alice, "list_threads", NULL, &out), PARLEY_OK);
+    CHECK_CONTAINS(out, "\"items\":[]");
+    parley_string_free(out);
     parley_string_free(alice);
     parley_forum_free(forum);
 }
@@ -451,6 +541,7 @@ int main(int argc, char **argv) {
     scratch_dir = argv[2];
 
     RUN(version_and_result_names);
+    RUN(result_names_of_values_that_are_not_codes);
     RUN(free_functions_accept_null);
     RUN(open_in_memory_and_free);
     RUN(open_reports_bad_parameters);
@@ -459,6 +550,7 @@ int main(int argc, char **argv) {
     RUN(check_integrity_reports_bad_parameters);
     RUN(tokens_are_issued_and_checked);
     RUN(tokens_are_revoked);
+    RUN(enum_like_inputs_are_range_checked);
     RUN(call_reports_bad_parameters);
     RUN(refusals_come_back_as_json);
     RUN(an_exchange_round_trips_unicode);
