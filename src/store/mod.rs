@@ -4,12 +4,14 @@
 //! position, and apply the writes of one post inside one transaction. A backend
 //! commits a [`WriteTx`] whole or not at all.
 
+mod check;
 mod codec;
 mod file;
 pub mod records;
 mod redb_store;
 mod tables;
 
+pub use check::{check, CheckReport};
 pub use redb_store::{check_integrity, RedbStore};
 
 use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec};

@@ -249,17 +249,36 @@ fn builder() -> redb::Builder {
 /// that was not closed cleanly cannot be read without redb's repair; it is repaired
 /// (as its owner's next open would) and then checked, in a transaction that is
 /// never committed for a foreign file.
-fn open_file(path: &Path, create: bool) -> Result<Database> {
+pub(super) fn open_file(path: &Path, create: bool) -> Result<Database> {
     let opened = file::open(path, create)?;
     if let file::Opened::Existing(f) = &opened {
         if f.metadata().map_err(|e| cannot_open(path, e))?.len() > 0 {
-            check_read_only(path)?;
+            unpanicked(path, || check_read_only(path))?;
         }
     }
     let backend = FileBackend::new(opened.into_file()).map_err(|e| redb_open_error(path, e))?;
-    builder()
-        .create_with_backend(backend)
-        .map_err(|e| redb_open_error(path, e))
+    unpanicked(path, || {
+        builder()
+            .create_with_backend(backend)
+            .map_err(|e| redb_open_error(path, e))
+    })
+}
+
+/// Runs `f`, turning a panic into a storage error. redb asserts on some damage
+/// it meets in a file (a malformed allocator state, say); a damaged file is an
+/// error to report, never a crash of the host.
+pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "an unknown failure".into());
+        Err(Error::Storage(format!(
+            "{} is damaged: redb stopped reading it ({what})",
+            path.display()
+        )))
+    })
 }
 
 /// Refuses a cleanly closed redb file of another application without writing to it.

@@ -5,6 +5,7 @@
 //! protocol decision is the engine's (`parley_forum`); this crate only maps.
 
 mod admin;
+mod check;
 mod demo;
 mod http;
 mod reads;
@@ -107,6 +108,11 @@ enum Command {
         /// Print the raw result as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Check a closed forum file offline (every page's checksum, every record) and say what was found.
+    Check {
+        /// The forum file [default: the --db file].
+        path: Option<PathBuf>,
     },
     /// Run a scripted conversation on a temporary forum and print it.
     Demo,
@@ -271,6 +277,7 @@ fn run(cli: Cli) -> CmdResult {
             &id,
             json,
         ),
+        Command::Check { path } => check::run(path.as_deref().unwrap_or(&cli.db)),
         Command::Demo => demo::run(config()?),
     }
 }
