@@ -68,6 +68,17 @@ impl RedbStore {
         Ok(store)
     }
 
+    /// A forum over another redb storage backend (a raw device, an encrypted file,
+    /// a test's fault injector). Unlike a forum file, it is not reopened by itself
+    /// after an I/O error.
+    pub fn with_backend(
+        backend: impl redb::StorageBackend,
+        durability: Durability,
+    ) -> Result<Self> {
+        let db = builder().create_with_backend(backend)?;
+        Self::init(db, durability)
+    }
+
     /// A forum that lives in memory and vanishes with it.
     pub fn in_memory() -> Result<Self> {
         let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
