@@ -91,7 +91,27 @@ impl Forum {
     ///
     /// A refusal is [`Error::Refused`] with the stable reason; an operation that does
     /// not exist is [`Error::UnknownOperation`].
+    ///
+    /// A panic inside the call (redb asserts on some damage it reads in a file)
+    /// is [`Error::Storage`], never an unwind into the host.
     pub fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.dispatch(token, operation, args)
+        }))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "an unknown failure".into());
+            Err(Error::Storage(format!(
+                "the call failed inside the storage engine ({what}); the forum file may be \
+                 damaged: `parley check` says"
+            )))
+        })
+    }
+
+    fn dispatch(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
         let empty = Map::new();
         let args_obj = match args {
             Value::Null => &empty,

@@ -32,12 +32,45 @@ const CACHED_THREADS: usize = 4096;
 /// records of the last commit (see `commit_deferred`).
 type ThreadCache = Mutex<HashMap<u64, Arc<ThreadRec>>>;
 
+/// A redb database whose close cannot panic into the host: redb writes its
+/// allocator state when it closes, and asserts on some damage it meets there.
+pub(super) struct Db(Option<Database>);
+
+impl Db {
+    fn new(db: Database) -> Self {
+        Db(Some(db))
+    }
+}
+
+impl std::ops::Deref for Db {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        self.0.as_ref().expect("set until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Db {
+    fn deref_mut(&mut self) -> &mut Database {
+        self.0.as_mut().expect("set until dropped")
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Some(db) = self.0.take() {
+            // A damaged file: what redb could not finish, a repair on the next open
+            // redoes. The panic message is all that is lost.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
+        }
+    }
+}
+
 /// A forum stored in redb.
 pub struct RedbStore {
     /// The database, or `None` while it must be reopened: redb fails every call
     /// after an I/O error (a full disk, say) until it is opened anew, which the next
     /// call here does by itself (see [`RedbStore::database`]).
-    db: RwLock<Option<Arc<Database>>>,
+    db: RwLock<Option<Arc<Db>>>,
     /// The forum file, for reopening; `None` in memory.
     path: Option<PathBuf>,
     /// The last id of each kind as of the last commit, once read: a post then
@@ -62,8 +95,7 @@ impl RedbStore {
     /// refused before anything is written). A durable forum commits through redb's
     /// durable commit; a volatile one commits without flushing.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let db = open_file(path, true)?;
-        let mut store = Self::init(db, durability)?;
+        let mut store = unpanicked(path, || Self::init(open_file(path, true)?, durability))?;
         store.path = Some(path.to_path_buf());
         Ok(store)
     }
@@ -76,16 +108,16 @@ impl RedbStore {
         durability: Durability,
     ) -> Result<Self> {
         let db = builder().create_with_backend(backend)?;
-        Self::init(db, durability)
+        Self::init(Db::new(db), durability)
     }
 
     /// A forum that lives in memory and vanishes with it.
     pub fn in_memory() -> Result<Self> {
         let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
-        Self::init(db, Durability::Volatile)
+        Self::init(Db::new(db), Durability::Volatile)
     }
 
-    fn init(db: Database, durability: Durability) -> Result<Self> {
+    fn init(db: Db, durability: Durability) -> Result<Self> {
         let txn = db.begin_write()?;
         let cursor_key;
         {
@@ -139,7 +171,7 @@ impl RedbStore {
     }
 
     /// The open database, reopened first if an I/O error closed it.
-    fn database(&self) -> Result<Arc<Database>> {
+    fn database(&self) -> Result<Arc<Db>> {
         if let Some(db) = &*self.db.read().unwrap_or_else(|p| p.into_inner()) {
             return Ok(Arc::clone(db));
         }
@@ -149,7 +181,7 @@ impl RedbStore {
     /// Opens the forum file anew after redb gave up on it. The old database must be
     /// gone first (it holds the file's lock): the slot is emptied by [`Self::failed`],
     /// and the snapshots still holding it end within a call.
-    fn reopen(&self) -> Result<Arc<Database>> {
+    fn reopen(&self) -> Result<Arc<Db>> {
         let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
         if let Some(db) = &*slot {
             return Ok(Arc::clone(db));
@@ -159,7 +191,7 @@ impl RedbStore {
         };
         let deadline = std::time::Instant::now() + REOPEN_WAIT;
         let db = loop {
-            match open_file(path, false) {
+            match unpanicked(path, || open_file(path, false)) {
                 Err(Error::Storage(msg))
                     if msg.contains(ALREADY_OPEN) && std::time::Instant::now() < deadline =>
                 {
@@ -177,7 +209,7 @@ impl RedbStore {
     }
 
     /// Forgets `db` after an I/O error, so the next call reopens the file.
-    fn failed(&self, db: &Arc<Database>) {
+    fn failed(&self, db: &Arc<Db>) {
         if self.path.is_none() {
             return;
         }
@@ -192,7 +224,7 @@ impl RedbStore {
     fn begin<T>(
         &self,
         begin: impl Fn(&Database) -> std::result::Result<T, redb::TransactionError>,
-    ) -> Result<(Arc<Database>, T)> {
+    ) -> Result<(Arc<Db>, T)> {
         let db = self.database()?;
         match begin(&db) {
             Ok(t) => Ok((db, t)),
@@ -260,7 +292,7 @@ fn builder() -> redb::Builder {
 /// that was not closed cleanly cannot be read without redb's repair; it is repaired
 /// (as its owner's next open would) and then checked, in a transaction that is
 /// never committed for a foreign file.
-pub(super) fn open_file(path: &Path, create: bool) -> Result<Database> {
+pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
     let opened = file::open(path, create)?;
     if let file::Opened::Existing(f) = &opened {
         if f.metadata().map_err(|e| cannot_open(path, e))?.len() > 0 {
@@ -271,6 +303,7 @@ pub(super) fn open_file(path: &Path, create: bool) -> Result<Database> {
     unpanicked(path, || {
         builder()
             .create_with_backend(backend)
+            .map(Db::new)
             .map_err(|e| redb_open_error(path, e))
     })
 }
@@ -336,7 +369,7 @@ fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
 /// a file.
 pub fn check_integrity(path: &Path) -> Result<bool> {
     let mut db = open_file(path, false)?;
-    let ok = db.check_integrity()?;
+    let ok = unpanicked(path, || Ok(db.check_integrity()?))?;
     drop(db);
     drop(RedbStore::open_existing(path)?);
     Ok(ok)
@@ -345,8 +378,9 @@ pub fn check_integrity(path: &Path) -> Result<bool> {
 impl RedbStore {
     /// Opens an existing forum file (never creating one).
     pub(crate) fn open_existing(path: &Path) -> Result<Self> {
-        let db = open_file(path, false)?;
-        let mut store = Self::init(db, Durability::Durable)?;
+        let mut store = unpanicked(path, || {
+            Self::init(open_file(path, false)?, Durability::Durable)
+        })?;
         store.path = Some(path.to_path_buf());
         Ok(store)
     }
@@ -380,13 +414,13 @@ impl Store for RedbStore {
 /// A read snapshot. The transaction is dropped before the database it came from.
 struct Snapshot {
     txn: redb::ReadTransaction,
-    _db: Arc<Database>,
+    _db: Arc<Db>,
 }
 
 struct Writer<'s> {
     txn: redb::WriteTransaction,
     store: &'s RedbStore,
-    db: Arc<Database>,
+    db: Arc<Db>,
     /// The last id of each kind handed out in this transaction.
     ids: [Option<u64>; 4],
     /// Thread records stored in this transaction: the store's cache takes them
