@@ -1,0 +1,113 @@
+//! `check`: what an offline look at a closed forum file finds.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::tables::*;
+use super::{codec, redb_store};
+use crate::error::{Error, Result};
+
+/// What [`check`] found in a forum file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckReport {
+    /// Whether every page passed redb's checksums. `false` means redb found damage
+    /// and repaired what it could; the counts below are what is left.
+    pub sound: bool,
+    /// The schema version the file is written in.
+    pub schema_version: u64,
+    /// Threads, messages, claims, events, identities and tokens stored.
+    pub threads: u64,
+    /// Messages stored.
+    pub messages: u64,
+    /// Claims stored.
+    pub claims: u64,
+    /// Events stored.
+    pub events: u64,
+    /// Identities that ever posted or hold a token.
+    pub identities: u64,
+    /// Tokens issued (revoked ones included).
+    pub tokens: u64,
+    /// Records that do not decode: each is named here (`message 3 of thread 1: …`).
+    pub unreadable: Vec<String>,
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// The file's permission bits (`0o600` when Parley created it).
+    pub mode: u32,
+}
+
+impl CheckReport {
+    /// Whether the file is a sound forum every record of which reads.
+    pub fn ok(&self) -> bool {
+        self.sound && self.unreadable.is_empty()
+    }
+}
+
+/// Checks the closed forum file at `path`: redb's integrity check (the checksum of
+/// every page), then every thread and message record decoded. Never creates a
+/// file; a file that is not a Parley forum is refused untouched, as by an open.
+pub fn check(path: &Path) -> Result<CheckReport> {
+    let shown = path.display().to_string();
+    checked(path).map_err(|e| match e {
+        Error::Storage(m) if !m.contains(&shown) => {
+            Error::Storage(format!("{shown} did not pass the check: {m}"))
+        }
+        other => other,
+    })
+}
+
+fn checked(path: &Path) -> Result<CheckReport> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::Storage(format!("cannot check {}: {e}", path.display())))?;
+    let mut db = redb_store::open_file(path, false)?;
+    let sound = redb_store::unpanicked(path, || Ok(db.check_integrity()?))?;
+    // Refuses a redb file of another application, and migrates an older schema
+    // exactly as an open would.
+    drop(db);
+    drop(redb_store::RedbStore::open_existing(path)?);
+    let db = redb_store::open_file(path, false)?;
+    redb_store::unpanicked(path, || count(&db, sound, &meta))
+}
+
+fn count(db: &redb_store::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
+    let txn = db.begin_read()?;
+    let schema_version = txn
+        .open_table(META)?
+        .get("schema_version")?
+        .map_or(0, |v| v.value());
+    let mut report = CheckReport {
+        sound,
+        schema_version,
+        threads: 0,
+        messages: 0,
+        claims: txn.open_table(CLAIMS)?.len()?,
+        events: txn.open_table(EVENTS)?.len()?,
+        identities: txn.open_table(IDENTITIES)?.len()?,
+        tokens: txn.open_table(TOKENS)?.len()?,
+        unreadable: Vec::new(),
+        bytes: meta.len(),
+        mode: meta.permissions().mode() & 0o7777,
+    };
+    for entry in txn.open_table(MESSAGES)?.iter()? {
+        let (key, value) = entry?;
+        let (thread, message) = key.value();
+        if message == THREAD_RECORD {
+            report.threads += 1;
+            if let Err(e) = codec::decode_thread(value.value()) {
+                report
+                    .unreadable
+                    .push(format!("the record of thread {thread}: {e}"));
+            }
+        } else {
+            report.messages += 1;
+            if let Err(e) = codec::decode(value.value()) {
+                report
+                    .unreadable
+                    .push(format!("message {message} of thread {thread}: {e}"));
+            }
+        }
+    }
+    Ok(report)
+}
