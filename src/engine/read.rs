@@ -239,10 +239,10 @@ impl Forum {
                 let Some(message) = tx.message(pos)? else {
                     return Ok(Flow::Continue);
                 };
-                if extension.is_some()
-                    && message.identity == caller.identity
-                    && message.extension == extension
-                {
+                // Your own turn-setting message is not your inbox (§8.3): with an
+                // extension, that extension's; without one, the bare identity's
+                // (the caller is then its author, and a reply would be self_reply).
+                if message.identity == caller.identity && message.extension == extension {
                     return Ok(Flow::Continue);
                 }
                 accepted.push((
