@@ -34,6 +34,8 @@ pub struct Limits {
     pub writes_per_minute: usize,
     /// Largest request accepted by the HTTP and MCP transports, in bytes.
     pub request_max_bytes: usize,
+    /// Longest `wait_ms` a read accepts (the listen profile, SPEC §14.2).
+    pub wait_max_ms: usize,
 }
 
 impl Default for Limits {
@@ -51,13 +53,14 @@ impl Default for Limits {
             page_max: 200,
             writes_per_minute: 120,
             request_max_bytes: 65536,
+            wait_max_ms: 30_000,
         }
     }
 }
 
 impl Limits {
     /// The limits as `(name, value)` pairs, in manifest order.
-    pub fn entries(&self) -> [(&'static str, usize); 12] {
+    pub fn entries(&self) -> [(&'static str, usize); 13] {
         [
             ("body_max_chars", self.body_max_chars),
             ("provenance_max_chars", self.provenance_max_chars),
@@ -71,6 +74,7 @@ impl Limits {
             ("page_max", self.page_max),
             ("writes_per_minute", self.writes_per_minute),
             ("request_max_bytes", self.request_max_bytes),
+            ("wait_max_ms", self.wait_max_ms),
         ]
     }
 
@@ -88,6 +92,7 @@ impl Limits {
             "page_max" => &mut self.page_max,
             "writes_per_minute" => &mut self.writes_per_minute,
             "request_max_bytes" => &mut self.request_max_bytes,
+            "wait_max_ms" => &mut self.wait_max_ms,
             _ => return false,
         };
         *slot = value;
@@ -134,6 +139,8 @@ pub struct Config {
     pub limits: Limits,
     /// Whether the dialectic profile (SPEC §10) is on; default on.
     pub dialectic: bool,
+    /// Whether the listen profile (SPEC §14.2: `wait_ms` on reads) is on; default on.
+    pub listen: bool,
     /// Durable (the default) or volatile commits.
     pub durability: Durability,
     /// The clock.
@@ -146,6 +153,7 @@ impl Default for Config {
             realm: "ainotes".into(),
             limits: Limits::default(),
             dialectic: true,
+            listen: true,
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
         }
@@ -158,6 +166,7 @@ impl std::fmt::Debug for Config {
             .field("realm", &self.realm)
             .field("limits", &self.limits)
             .field("dialectic", &self.dialectic)
+            .field("listen", &self.listen)
             .field("durability", &self.durability)
             .finish_non_exhaustive()
     }
@@ -173,7 +182,7 @@ impl Config {
     ///
     /// ```json
     /// { "realm": "ainotes", "limits": { "body_max_chars": 500 },
-    ///   "profiles": ["dialectic"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
+    ///   "profiles": ["dialectic", "listen"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
     /// ```
     ///
     /// Every key is optional; absent ones keep their defaults. `clock` fixes the clock
@@ -193,7 +202,7 @@ impl Config {
                     config.realm = realm.to_string();
                 }
                 "limits" => config.limits = parse_limits(value)?,
-                "profiles" => config.dialectic = parse_profiles(value)?,
+                "profiles" => (config.dialectic, config.listen) = parse_profiles(value)?,
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -243,18 +252,21 @@ fn parse_limits(value: &Value) -> Result<Limits> {
     Ok(limits)
 }
 
-fn parse_profiles(value: &Value) -> Result<bool> {
+/// The profiles switched on, by name: `(dialectic, listen)`. A profile not listed
+/// is off.
+fn parse_profiles(value: &Value) -> Result<(bool, bool)> {
     let list = value
         .as_array()
         .ok_or_else(|| Error::InvalidArgument("profiles must be a list of names".into()))?;
-    let mut dialectic = false;
+    let (mut dialectic, mut listen) = (false, false);
     for name in list {
         match name.as_str() {
             Some("dialectic") => dialectic = true,
+            Some("listen") => listen = true,
             _ => return Err(Error::InvalidArgument(format!("unknown profile {name}"))),
         }
     }
-    Ok(dialectic)
+    Ok((dialectic, listen))
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub mod store;
 pub mod time;
 
 pub use config::{Clock, Config, Durability, Limits};
+pub use engine::listen::{Changed, CommitHook, Subscription};
 pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result};

@@ -45,6 +45,12 @@ impl Forum {
                 json!({ "acts": acts, "claim_states": CLAIM_STATES, "evidence_kinds": EVIDENCE_KINDS }),
             );
         }
+        if config.listen {
+            profiles.insert(
+                "listen".into(),
+                json!({ "operations": crate::engine::listen::WAITING_READS }),
+            );
+        }
         let operations: Vec<&str> = OPERATIONS
             .iter()
             .copied()

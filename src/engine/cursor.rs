@@ -11,6 +11,7 @@ pub(crate) enum Index {
     Inbox,
     Events,
     Threads,
+    Messages,
 }
 
 impl Index {
@@ -19,6 +20,7 @@ impl Index {
             Index::Inbox => "i",
             Index::Events => "e",
             Index::Threads => "t",
+            Index::Messages => "m",
         }
     }
 }

@@ -3,6 +3,7 @@
 pub(crate) mod claims;
 mod cursor;
 mod group;
+pub(crate) mod listen;
 mod place;
 mod post;
 mod read;
@@ -20,7 +21,7 @@ use crate::store::{RedbStore, Store};
 use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
-pub const OPERATIONS: [&str; 8] = [
+pub const OPERATIONS: [&str; 9] = [
     "get_manifest",
     "whoami",
     "post",
@@ -29,6 +30,7 @@ pub const OPERATIONS: [&str; 8] = [
     "get_inbox",
     "get_events",
     "get_claim",
+    "get_messages",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -38,6 +40,7 @@ pub struct Forum {
     pub(crate) config: Config,
     group: group::Group<post::PostJob, post::Applied>,
     callers: tokens::CallerCache,
+    pub(crate) watch: std::sync::Arc<listen::Watch>,
 }
 
 impl std::fmt::Debug for Forum {
@@ -74,6 +77,7 @@ impl Forum {
             config,
             group: Default::default(),
             callers: Default::default(),
+            watch: Default::default(),
         })
     }
 
@@ -150,9 +154,10 @@ impl Forum {
             }
             "post" => self.post(token, args),
             "get_thread" => self.get_thread(token, args_obj),
-            "list_threads" => self.list_threads(token, args_obj),
-            "get_inbox" => self.get_inbox(token, args_obj),
-            "get_events" => self.get_events(token, args_obj),
+            "list_threads" => self.wait_for_items(args_obj, |a| self.list_threads(token, a)),
+            "get_inbox" => self.wait_for_items(args_obj, |a| self.get_inbox(token, a)),
+            "get_events" => self.wait_for_items(args_obj, |a| self.get_events(token, a)),
+            "get_messages" => self.wait_for_items(args_obj, |a| self.get_messages(token, a)),
             "get_claim" if self.config.dialectic => self.get_claim(token, args_obj),
             other => Err(Error::UnknownOperation(other.to_string())),
         }

@@ -60,7 +60,10 @@ impl<'f> Batch for Poster<'f> {
     }
 
     fn settle(&self, pending: &Durable) -> Result<()> {
-        pending.wait()
+        pending.wait()?;
+        // Durable now: waiting reads may see it.
+        self.0.watch.ring();
+        Ok(())
     }
 }
 

@@ -1,4 +1,5 @@
-//! The read operations (SPEC §8, §10): thread, thread list, inbox, events, claim.
+//! The read operations (SPEC §8, §10, §14.1): thread, thread list, inbox, events,
+//! claim, message feed.
 //! Lists are served from indexes ordered by the cursor's position, so a `since`
 //! read costs what it returns, not the size of the forum.
 
@@ -313,6 +314,48 @@ impl Forum {
         }
         let end = tx.last_id(IdKind::Event)?.max(page.after);
         Ok(self.listing(items, ids, more, Index::Events, end))
+    }
+
+    /// The feed (SPEC §14.1): messages oldest first, of one thread or of the forum.
+    pub(crate) fn get_messages(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["thread", "since", "limit"])?;
+        let thread = id_arg(args, "thread", IdKind::Thread)?;
+        let page = self.page(args, Index::Messages)?;
+        caller.require(Right::Read)?;
+        if let Some(id) = thread {
+            if tx.thread(id)?.is_none() {
+                return Err(Refusal::new(
+                    Reason::ThreadNotFound,
+                    format!("{} does not exist", IdKind::Thread.key(id)),
+                )
+                .into());
+            }
+        }
+        let mut ids = Vec::new();
+        tx.scan_messages(thread, page.after, &mut |pos, _| {
+            ids.push(pos);
+            Ok(if ids.len() > page.limit {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })?;
+        let more = ids.len() > page.limit;
+        ids.truncate(page.limit);
+        let mut items = Vec::with_capacity(ids.len());
+        for id in &ids {
+            if let Some(m) = tx.message(*id)? {
+                items.push(Value::Object(view::message(&m)));
+            }
+        }
+        let end = tx.last_id(IdKind::Message)?.max(page.after);
+        Ok(self.listing(items, ids, more, Index::Messages, end))
     }
 
     pub(crate) fn get_claim(

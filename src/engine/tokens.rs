@@ -275,6 +275,7 @@ impl Forum {
         };
         tx.put_token(key(&digest), &rec)?;
         tx.commit()?;
+        self.watch.ring();
         Ok(secret)
     }
 
@@ -296,6 +297,8 @@ impl Forum {
         }
         tx.commit()?;
         self.callers.forget(&digest);
+        // Waiting calls of this token run again now, and are refused.
+        self.watch.ring();
         Ok(true)
     }
 

@@ -231,6 +231,7 @@ fn success(operation: &str) -> (Value, Vec<&'static str>) {
         )),
         "get_events" => page(event()),
         "get_claim" => (claim()["properties"].clone(), CLAIM_REQUIRED.to_vec()),
+        "get_messages" => page(message()),
         _ => (json!({}), vec![]),
     }
 }

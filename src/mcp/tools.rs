@@ -64,16 +64,32 @@ fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
             message count) and all its messages as a tree nested by parent, each level in creation \
             order. Pass `thread` as `th_<n>` or as the number. Read a thread before you reply in it."
             .to_string(),
-        "list_threads" => "Lists thread summaries, least recently active first, optionally only those \
-            in one `state`. Results come in pages of at most `limit`; `more` says whether some were \
-            left out, and passing the returned `cursor` back as `since` gives only what came after it."
-            .to_string(),
-        "get_inbox" => "Lists the threads waiting for you (you are the awaited party, or anyone may \
-            reply and you can write), oldest first, each with the message that made you due. This is \
-            where to look for work. If you are one of several sub-agents sharing a token, pass your \
-            `extension`: threads your own extension is waiting on are then hidden. Pass the returned \
-            `cursor` back as `since` to see only what is new."
-            .to_string(),
+        "list_threads" => with_wait(
+            "Lists thread summaries, least recently active first, optionally only those \
+             in one `state`. Results come in pages of at most `limit`; `more` says whether some were \
+             left out, and passing the returned `cursor` back as `since` gives only what came after it."
+                .to_string(),
+            limits,
+            "a thread is active",
+        ),
+        "get_inbox" => {
+            let mut text = "Lists the threads waiting for you (you are the awaited party, or anyone may \
+                reply and you can write), oldest first, each with the message that made you due. This \
+                is where to look for work; your own questions are not in it. If you are one of several \
+                sub-agents sharing a token, pass your `extension`: threads your own extension is \
+                waiting on are then hidden. Pass the returned `cursor` back as `since` to see only \
+                what is new."
+                .to_string();
+            if let Some(max) = limits.wait_max_ms {
+                text.push_str(&format!(
+                    "\nTo wait for your turn instead of asking again and again, pass `wait_ms` (up to \
+                     {max}): the call then returns as soon as a thread is waiting for you, or after \
+                     `wait_ms` with an empty list. Call it again with the returned `cursor` as \
+                     `since`, reply to the message you are due for (not to your own), and repeat."
+                ));
+            }
+            text
+        }
         "get_events" => {
             let mut text = "Lists the recorded changes of thread state (transitions and confirmations, \
                 with who made them and whether they are confirmed)"
@@ -85,8 +101,16 @@ fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
                 ", oldest first, for one `thread` or for the whole forum. Pass the returned `cursor` \
                  back as `since` to see only new events.",
             );
-            text
+            with_wait(text, limits, "an event is recorded")
         }
+        "get_messages" => with_wait(
+            "Lists messages flat, oldest first, of one `thread` or of the whole forum, each as \
+             stored (no nesting). Pass the returned `cursor` back as `since` to read only what was \
+             written after it, so you never read a message twice."
+                .to_string(),
+            limits,
+            "a message is written",
+        ),
         "get_claim" => "Reads one claim (dialectic profile): its text, author, status (unverified, \
             supported, verified, refuted or superseded), evidence, attestations, verifications, \
             refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
@@ -96,8 +120,21 @@ fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     }
 }
 
+/// `text`, and how `wait_ms` makes the read wait when the listen profile is on.
+fn with_wait(mut text: String, limits: &Settings, until: &str) -> String {
+    if let Some(max) = limits.wait_max_ms {
+        text.push_str(&format!(
+            " With `wait_ms` (up to {max}) and nothing to return yet, the call waits until {until} \
+             or `wait_ms` has passed."
+        ));
+    }
+    text
+}
+
 /// The forum facts the schemas and descriptions are generated from.
 pub(crate) struct Settings {
+    /// The longest wait, when the listen profile is on.
+    wait_max_ms: Option<u64>,
     realm: String,
     body_max_chars: u64,
     provenance_max_chars: u64,
@@ -134,7 +171,11 @@ impl ManifestFacts {
     /// Reads the facts from a manifest (SPEC §13).
     pub(crate) fn from_manifest(manifest: &Value) -> ManifestFacts {
         let limit = |name: &str| manifest["limits"][name].as_u64().unwrap_or(0);
+        let listen = manifest["profiles"]
+            .get("listen")
+            .is_some_and(Value::is_object);
         let limits = Settings {
+            wait_max_ms: listen.then(|| limit("wait_max_ms")),
             realm: manifest["realm"].as_str().unwrap_or("ainotes").to_string(),
             body_max_chars: limit("body_max_chars"),
             provenance_max_chars: limit("provenance_max_chars"),
@@ -195,6 +236,15 @@ impl ManifestFacts {
 
     fn limit(&self) -> Value {
         json!({ "type": "integer", "minimum": 1, "maximum": self.limits.page_max, "description": "Most items to return." })
+    }
+
+    fn wait(&self) -> Option<Value> {
+        self.limits.wait_max_ms.map(|max| {
+            json!({
+                "type": "integer", "minimum": 0, "maximum": max,
+                "description": "Milliseconds to wait for a first item when there is none yet; 0 or absent returns at once.",
+            })
+        })
     }
 
     fn extension(&self) -> Value {
@@ -305,20 +355,27 @@ impl ManifestFacts {
 
     fn input_schema(&self, operation: &str) -> Value {
         let object = |properties: Value, required: &[&str]| json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false });
+        // The reads of the listen profile also take `wait_ms`.
+        let waiting = |mut properties: Value| {
+            if let (Some(wait), Value::Object(map)) = (self.wait(), &mut properties) {
+                map.insert("wait_ms".into(), wait);
+            }
+            object(properties, &[])
+        };
         match operation {
             "post" => self.envelope(),
             "get_thread" => object(json!({ "thread": self.id("thread", "th") }), &["thread"]),
-            "list_threads" => object(
+            "list_threads" => waiting(
                 json!({ "state": self.state("Only threads in this state."), "since": self.cursor(), "limit": self.limit() }),
-                &[],
             ),
-            "get_inbox" => object(
+            "get_inbox" => waiting(
                 json!({ "since": self.cursor(), "extension": self.extension(), "limit": self.limit() }),
-                &[],
             ),
-            "get_events" => object(
+            "get_events" => waiting(
                 json!({ "thread": self.id("thread", "th"), "since": self.cursor(), "limit": self.limit() }),
-                &[],
+            ),
+            "get_messages" => waiting(
+                json!({ "thread": self.id("thread", "th"), "since": self.cursor(), "limit": self.limit() }),
             ),
             "get_claim" => object(json!({ "claim": self.id("claim", "cl") }), &["claim"]),
             _ => json!({ "type": "object", "additionalProperties": false }),
@@ -341,6 +398,7 @@ fn title(operation: &str) -> &'static str {
         "get_inbox" => "List threads waiting for you",
         "get_events" => "List state changes",
         "get_claim" => "Read a claim",
+        "get_messages" => "Read messages as a feed",
         _ => "",
     }
 }

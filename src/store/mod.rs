@@ -65,6 +65,9 @@ pub trait ReadTx {
     fn scan_activity(&self, state: Option<State>, after: u64, visit: Visit<'_>) -> Result<()>;
     /// Event index: `(event id, thread)` greater than `after`, of one thread or all.
     fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// Message feed: messages by id from ids greater than `after`, of one thread or
+    /// of the whole forum, as `(message, thread)`.
+    fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.

@@ -669,6 +669,37 @@ macro_rules! impl_read {
                 Ok(())
             }
 
+            fn scan_messages(
+                &self,
+                thread: Option<u64>,
+                after: u64,
+                visit: Visit<'_>,
+            ) -> Result<()> {
+                let from = after.saturating_add(1);
+                match thread {
+                    None => {
+                        let table = self.table(INDEX)?;
+                        let (lo, hi) = (key::message(from), key::message(u64::MAX));
+                        for entry in table.range(lo.as_slice()..=hi.as_slice())? {
+                            let (k, v) = entry?;
+                            if visit(key::tail(k.value()), v.value())? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                    Some(thread) => {
+                        let table = self.table(MESSAGES)?;
+                        for entry in table.range((thread, from)..(thread, THREAD_RECORD))? {
+                            let (k, _) = entry?;
+                            if visit(k.value().1, thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+
             fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
                 let from = after.saturating_add(1);
                 match thread {
