@@ -14,6 +14,7 @@ mod view;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use parley_forum::{Config, Forum};
@@ -132,6 +133,22 @@ struct ServeArgs {
     /// Also accept requests with this Origin (repeatable); loopback origins are always accepted.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// Also answer requests addressed to this host, as NAME (any port) or NAME:PORT
+    /// (repeatable); loopback names (localhost, 127.0.0.1, [::1]) are always answered.
+    #[arg(long = "allow-host", value_name = "HOST", value_parser = http::parse_allow_host)]
+    allow_host: Vec<String>,
+    /// Close a connection that has not sent a request's complete headers this long
+    /// after its first byte (or after connecting), in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout_ms: u64,
+    /// Close a kept-alive connection that sends no new request this long after a
+    /// response, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_ms: u64,
+    /// Serve at most this many connections at once; past them, a connection is
+    /// answered 503 (too_many_connections) and closed.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
 }
 
 #[derive(Args)]
@@ -227,9 +244,18 @@ fn run(cli: Cli) -> CmdResult {
             if args.stdio {
                 stdio::serve(&forum, std::env::var("PARLEY_TOKEN").ok().as_deref())
             } else {
-                let addr = args.http.unwrap_or_else(|| "127.0.0.1:7878".to_string());
-                let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
-                http::serve(forum, &addr, &args.allow_origin, grace)
+                let options = http::Options {
+                    addr: args.http.unwrap_or_else(|| "127.0.0.1:7878".to_string()),
+                    allow_origins: args.allow_origin,
+                    allow_hosts: args.allow_host,
+                    grace: Duration::from_millis(args.shutdown_grace_ms),
+                    limits: http::Limits {
+                        header_timeout: Duration::from_millis(args.header_timeout_ms),
+                        idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+                        max_connections: args.max_connections as usize,
+                    },
+                };
+                http::serve(forum, &options)
             }
         }
         Command::Token(cmd) => {

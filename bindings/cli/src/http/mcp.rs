@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use parley_forum::{Reason, Refusal};
 use serde_json::{json, Value};
 
-use super::mcp_headers::{self, Route, INVALID_REQUEST};
+use super::mcp_headers::{self, Route, INVALID_REQUEST, PARSE_ERROR};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
@@ -36,7 +36,16 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
             return json_response(StatusCode::BAD_REQUEST, &error);
         }
     };
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Text that is not UTF-8 is not JSON (RFC 8259 §8.1): a parse error, never a
+    // lossy decoding that would store U+FFFD in place of the bytes sent.
+    let text = match String::from_utf8(Vec::from(bytes)) {
+        Ok(text) => text,
+        Err(err) => {
+            let at = err.utf8_error().valid_up_to();
+            let error = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": PARSE_ERROR, "message": format!("Parse error: the request body is not valid UTF-8 (invalid byte at offset {at})") } });
+            return json_response(StatusCode::BAD_REQUEST, &error);
+        }
+    };
     let route = mcp_headers::route(&headers);
     if route == Route::Modern {
         if let Ok(body) = serde_json::from_str::<Value>(&text) {

@@ -5,7 +5,13 @@
 //! SIGINT or SIGTERM the listener stops accepting, requests in flight finish (within a
 //! grace period), and the forum is closed only after the last engine call has
 //! returned, so no acknowledged write is lost.
+//!
+//! Before a request reaches a route: the connection counts against a cap and is held
+//! to a header and an idle timeout (`connections`); its `Host` must be allowed
+//! (`host`), and so must its `Origin` when it has one (`origin`).
 
+mod connections;
+mod host;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
@@ -16,14 +22,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use http_body_util::BodyExt;
 use parley_forum::{Forum, Reason, Refusal};
 use serde_json::{json, Value};
 
 use crate::{CmdResult, Failure};
+pub(crate) use connections::Limits;
+pub(crate) use host::parse_allow_host;
+use host::Hosts;
 use origin::Origins;
 
 /// What every handler shares.
@@ -31,19 +42,26 @@ use origin::Origins;
 pub(crate) struct App {
     pub(crate) forum: Arc<Forum>,
     pub(crate) origins: Arc<Origins>,
+    pub(crate) hosts: Arc<Hosts>,
     pub(crate) posts: Arc<posts::Posts>,
+}
+
+/// How `serve --http` serves: the flags of the `serve` subcommand.
+pub(crate) struct Options {
+    pub(crate) addr: String,
+    pub(crate) allow_origins: Vec<String>,
+    pub(crate) allow_hosts: Vec<String>,
+    /// How long requests in flight may take to finish after SIGINT/SIGTERM.
+    pub(crate) grace: Duration,
+    pub(crate) limits: Limits,
 }
 
 /// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
 /// finish; a connection still open after that (a client that stalls mid-request) is
 /// closed. Engine calls already running always complete before the forum is closed.
-pub(crate) fn serve(
-    forum: Forum,
-    addr: &str,
-    allow_origins: &[String],
-    grace: Duration,
-) -> CmdResult {
-    let origins = Origins::new(allow_origins).map_err(Failure::Other)?;
+pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
+    let origins = Origins::new(&options.allow_origins).map_err(Failure::Other)?;
+    let hosts = Hosts::new(&options.allow_hosts).map_err(Failure::Other)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(64)
@@ -54,6 +72,7 @@ pub(crate) fn serve(
         posts::Posts::start(&forum)
             .map_err(|e| Failure::Other(format!("cannot start the engine thread: {e}")))?,
     );
+    let addr = options.addr.as_str();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -69,6 +88,7 @@ pub(crate) fn serve(
         let app = App {
             forum: Arc::clone(&forum),
             origins: Arc::new(origins),
+            hosts: Arc::new(hosts),
             posts: Arc::clone(&posts),
         };
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -76,22 +96,20 @@ pub(crate) fn serve(
             shutdown_signal().await;
             let _ = stop_tx.send(true);
         });
-        let mut stopping = stop_rx.clone();
-        let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
-            let _ = stopping.wait_for(|stop| *stop).await;
-        });
+        let server = connections::serve(listener, router(app), options.limits, stop_rx.clone());
         let mut stopping = stop_rx;
+        let grace = options.grace;
         let deadline = async move {
             let _ = stopping.wait_for(|stop| *stop).await;
             tokio::time::sleep(grace).await;
         };
         tokio::select! {
-            served = server => served.map_err(|e| Failure::Other(format!("server error: {e}"))),
+            () = server => {}
             () = deadline => {
                 eprintln!("parley: connections still open after {} ms; closing them", grace.as_millis());
-                Ok(())
             }
         }
+        CmdResult::Ok(())
     })?;
     // Dropping the runtime waits for blocking calls still running, and stopping the
     // engine thread for the posts already queued; only then is the last reference
@@ -130,6 +148,11 @@ pub(crate) fn router(app: App) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             origin::check,
+        ))
+        // The outermost layer, so the first check: the Host, then the Origin.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            host::check,
         ))
         .with_state(app)
 }
@@ -198,11 +221,7 @@ pub(crate) async fn read_body(
             .with_limit("request_max_bytes"),
         )
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
+    if declared_length(headers).is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
     match axum::body::to_bytes(body, max).await {
@@ -219,6 +238,54 @@ pub(crate) async fn read_body(
             }
         }
     }
+}
+
+/// The answer to a request refused before dispatch (a `Host` or `Origin` that is
+/// not allowed): on `/mcp` a JSON-RPC error whose `data` is the refusal, elsewhere
+/// `{"error": {…}}`. The body is read and discarded first (up to
+/// `request_max_bytes`), so that the client has finished sending and reads the
+/// answer instead of a connection reset by unread bytes.
+pub(crate) async fn refuse_early(
+    app: &App,
+    request: Request,
+    status: StatusCode,
+    reason: &str,
+    message: &str,
+) -> Response {
+    let mcp = request.uri().path() == "/mcp";
+    drain(request, app.forum.config().limits.request_max_bytes).await;
+    if mcp {
+        let refusal = json!({ "reason": reason, "status": status.as_u16(), "message": message });
+        json_response(
+            status,
+            &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": mcp_headers::INVALID_REQUEST, "message": message, "data": refusal } }),
+        )
+    } else {
+        error_response(status, reason, message)
+    }
+}
+
+/// Reads a request's body to its end and drops it, unless it is (or declares to
+/// be) longer than `max` bytes.
+async fn drain(request: Request, max: usize) {
+    if declared_length(request.headers()).is_some_and(|n| n > max as u64) {
+        return;
+    }
+    let mut body = request.into_body();
+    let mut seen = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        seen += frame.data_ref().map_or(0, Bytes::len);
+        if seen > max {
+            return;
+        }
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// Runs a blocking engine call on the blocking pool.

@@ -6,9 +6,8 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use serde_json::json;
 
-use super::{error_response, json_response, App};
+use super::{refuse_early, App};
 
 /// The allowed origins: loopback ones always, plus those given by `--allow-origin`.
 #[derive(Debug)]
@@ -73,14 +72,14 @@ pub(crate) async fn check(State(app): State<App>, request: Request, next: Next) 
             let message = format!(
                 "origin {origin} is not allowed (start the server with --allow-origin to admit it)"
             );
-            if request.uri().path() == "/mcp" {
-                json_response(
-                    StatusCode::FORBIDDEN,
-                    &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": message } }),
-                )
-            } else {
-                error_response(StatusCode::FORBIDDEN, "origin_not_allowed", &message)
-            }
+            refuse_early(
+                &app,
+                request,
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                &message,
+            )
+            .await
         }
         _ => next.run(request).await,
     }

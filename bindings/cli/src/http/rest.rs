@@ -3,6 +3,8 @@
 //! status code: 200 for a read, 201 for a post, the reason's status for a refusal.
 
 use axum::body::Body;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -44,11 +46,14 @@ pub(crate) async fn list_threads(
 
 pub(crate) async fn get_thread(
     State(app): State<App>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     query: RawQuery,
 ) -> Response {
-    read(app, headers, query, "get_thread", Some(("thread", id))).await
+    match path_id(id, "thread") {
+        Ok(id) => read(app, headers, query, "get_thread", Some(("thread", id))).await,
+        Err(refusal) => refusal_response(&refusal),
+    }
 }
 
 pub(crate) async fn inbox(State(app): State<App>, headers: HeaderMap, query: RawQuery) -> Response {
@@ -65,11 +70,39 @@ pub(crate) async fn events(
 
 pub(crate) async fn get_claim(
     State(app): State<App>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     query: RawQuery,
 ) -> Response {
-    read(app, headers, query, "get_claim", Some(("claim", id))).await
+    match path_id(id, "claim") {
+        Ok(id) => read(app, headers, query, "get_claim", Some(("claim", id))).await,
+        Err(refusal) => refusal_response(&refusal),
+    }
+}
+
+/// The id in the path, or the refusal of one that cannot be read (its percent
+/// escapes do not decode to UTF-8).
+fn path_id(id: Result<Path<String>, PathRejection>, field: &str) -> Result<String, Refusal> {
+    match id {
+        Ok(Path(id)) => Ok(id),
+        Err(PathRejection::FailedToDeserializePathParams(err))
+            if matches!(err.kind(), ErrorKind::InvalidUtf8InPathParam { .. }) =>
+        {
+            Err(Refusal::new(
+                Reason::InvalidArgument,
+                format!("the {field} id in the path is not valid UTF-8"),
+            )
+            .with_field(field))
+        }
+        Err(err) => Err(Refusal::new(
+            Reason::InvalidArgument,
+            format!(
+                "the {field} id in the path cannot be read: {}",
+                err.body_text()
+            ),
+        )
+        .with_field(field)),
+    }
 }
 
 pub(crate) async fn post_message(
@@ -93,7 +126,20 @@ pub(crate) async fn post_message(
             )
         }
     };
-    let envelope: Value = match serde_json::from_slice(&bytes) {
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let refusal = Refusal::new(
+                Reason::InvalidBody,
+                format!(
+                    "the body is not valid UTF-8 (invalid byte at offset {})",
+                    err.valid_up_to()
+                ),
+            );
+            return refusal_response(&refusal);
+        }
+    };
+    let envelope: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(err) => {
             let refusal = Refusal::new(
@@ -179,6 +225,7 @@ fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCode) -> Resp
 
 /// The query string as operation arguments: `limit=10&since=c1` → `{"limit": 10, "since": "c1"}`.
 fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
+    check_utf8(query)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
         Refusal::new(
             Reason::InvalidArgument,
@@ -207,6 +254,47 @@ fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
         }
     }
     Ok(args)
+}
+
+/// Refuses a query string whose percent escapes do not decode to UTF-8: the
+/// decoder would otherwise put U+FFFD in their place.
+fn check_utf8(query: &str) -> Result<(), Refusal> {
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if String::from_utf8(percent_decode(key)).is_err()
+            || String::from_utf8(percent_decode(value)).is_err()
+        {
+            let key = String::from_utf8_lossy(&percent_decode(key)).into_owned();
+            return Err(Refusal::new(
+                Reason::InvalidArgument,
+                format!("query parameter {key} is not valid UTF-8"),
+            )
+            .with_field(key));
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of a query component: `%XX` decoded, anything else (a `%` that starts
+/// no escape included) as it is. `+` is a space, a byte either way.
+fn percent_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -245,6 +333,17 @@ mod tests {
                 proptest::prop_assert_eq!(&args[key], &expected);
             }
         }
+    }
+
+    #[test]
+    fn escapes_that_are_not_utf8_are_refused() {
+        for bad in ["since=%FF", "state=open&x=caf%C3", "%FF=1", "q=%ED%A0%80"] {
+            let refusal = query_args(bad).unwrap_err();
+            assert_eq!(refusal.reason, Reason::InvalidArgument, "{bad}");
+            assert!(refusal.message.contains("UTF-8"), "{bad}");
+        }
+        assert_eq!(query_args("since=caf%C3%A9").unwrap()["since"], "café");
+        assert_eq!(query_args("q=100%25&r=%zz").unwrap()["r"], "%zz");
     }
 
     #[test]

@@ -301,3 +301,147 @@ fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
 pub fn rpc(id: u64, method: &str, params: Value) -> String {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
 }
+
+/// A raw connection to `addr`, with generous timeouts so that a hang fails the test
+/// rather than the run.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream
+}
+
+/// Sends `raw` (a whole request, written by the test) on a fresh connection and reads
+/// the response until the server closes the connection.
+pub fn exchange(addr: SocketAddr, raw: &[u8]) -> std::io::Result<Response> {
+    let mut stream = connect(addr);
+    stream.write_all(raw)?;
+    let mut data = Vec::new();
+    match stream.read_to_end(&mut data) {
+        Ok(_) => {}
+        Err(e) if !data.is_empty() && e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => return Err(e),
+    }
+    parse_response(&data).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "malformed response: {:?}",
+            String::from_utf8_lossy(&data)
+        ))
+    })
+}
+
+/// A `GET` with the given `Host` header (none when `host` is `None`), on a fresh
+/// connection that the server closes after answering.
+pub fn get_with_host(addr: SocketAddr, path: &str, host: Option<&str>) -> Response {
+    let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
+    let raw = format!("GET {path} HTTP/1.1\r\n{host}Connection: close\r\n\r\n");
+    exchange(addr, raw.as_bytes()).unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// A `POST` with the given `Host` header, token and body.
+pub fn post_with_host(
+    addr: SocketAddr,
+    path: &str,
+    host: &str,
+    token: Option<&str>,
+    body: &[u8],
+) -> Response {
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut raw = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    exchange(addr, &raw).unwrap_or_else(|e| panic!("POST {path}: {e}"))
+}
+
+/// Sends one request on a kept-alive connection and reads its response, which must
+/// carry a `Content-Length` (every answer of this server does).
+pub fn request_on(stream: &mut TcpStream, raw: &[u8]) -> std::io::Result<Response> {
+    stream.write_all(raw)?;
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(split) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&data[..split])
+                .map_err(|_| std::io::Error::other("a response head that is not UTF-8"))?;
+            let length: usize = head
+                .split("\r\n")
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .ok_or_else(|| std::io::Error::other(format!("no Content-Length: {head}")))?;
+            if data.len() >= split + 4 + length {
+                data.truncate(split + 4 + length);
+                return parse_response(&data)
+                    .ok_or_else(|| std::io::Error::other("malformed response"));
+            }
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "closed mid-response after {:?}",
+                    String::from_utf8_lossy(&data)
+                ),
+            ));
+        }
+        data.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// How a connection ended, as the client saw it.
+#[derive(Debug)]
+pub enum Ending {
+    /// The server closed it; these are the bytes it sent before (possibly none).
+    Closed(Vec<u8>),
+    /// Still open when the bound ran out.
+    Open,
+}
+
+/// Reads from `stream` until the server closes it (end of stream or a reset), at
+/// most for `bound`; a bound is a "does not hang" limit, never a measure.
+pub fn wait_for_close(stream: &mut TcpStream, bound: Duration) -> Ending {
+    let deadline = Instant::now() + bound;
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 4096];
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while Instant::now() < deadline {
+        match stream.read(&mut chunk) {
+            Ok(0) => return Ending::Closed(data),
+            Ok(n) => data.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                return Ending::Closed(data)
+            }
+            Err(e) => panic!("reading a connection: {e}"),
+        }
+    }
+    Ending::Open
+}
+
+/// Parses a response the test read itself.
+pub fn parse(raw: &[u8]) -> Option<Response> {
+    parse_response(raw)
+}

@@ -1,0 +1,412 @@
+//! Accepting and holding connections: a cap on how many are served at once, and
+//! two timeouts that close the ones that hold a place without using it.
+//!
+//! - The **header timeout** runs from a request's first byte (for a new connection,
+//!   from its acceptance) until its headers are complete. A client that connects and
+//!   says nothing, or sends its head a byte at a time, is closed when it runs out.
+//! - The **idle timeout** runs from the end of a response until the next request's
+//!   first byte: it closes kept-alive connections nobody uses, and also bounds how
+//!   long a response may take to be read.
+//! - Nothing runs while a request is being served: a body arrives, and the engine
+//!   answers, in its own time (shutdown's grace period bounds both).
+//!
+//! hyper's own `header_read_timeout` starts as soon as a connection is ready for its
+//! next request, so on a kept-alive connection it is an idle timeout as well, and the
+//! two could not differ. Each connection therefore carries its own watchdog: the
+//! socket notes a request's first byte, the service notes when a request is handed
+//! over and when its answer is ready, and the task serving the connection closes
+//! it when the deadline of the phase it is in has passed.
+//!
+//! Past the cap, a connection is answered at once with a `503` carrying a JSON body
+//! (reason `too_many_connections`) and `Retry-After`, then closed. What the client
+//! sends meanwhile is read and discarded for a moment first, so that the close does
+//! not reset the connection before the client has read its answer.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// How long a refused connection is read from before it is closed, and how much of
+/// it is read at most.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 64 * 1024;
+/// Refused connections lingering at once; past this many, a refusal is written if
+/// the socket takes it at once, and the connection closed.
+const LINGERING_MAX: usize = 64;
+/// What `Retry-After` says to a refused client, in seconds.
+const RETRY_AFTER_S: u64 = 1;
+
+/// The limits a connection is held to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_connections: usize,
+}
+
+/// Accepts connections until `stop` turns true, serves each with `router` under
+/// `limits`, and then waits until every connection it accepted has ended. Idle
+/// connections end at once on `stop`; requests in flight are finished first.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    stop: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let lingering = Arc::new(Semaphore::new(LINGERING_MAX));
+    let refusal: Arc<[u8]> = refusal_response(limits.max_connections).into();
+    let mut builder = http1::Builder::new();
+    // The watchdog below keeps the time; hyper's timer would double as an idle
+    // timeout (see the module docs).
+    builder.header_read_timeout(None);
+    let mut stopping = stop.clone();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopping.wait_for(|stop| *stop) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(err) => {
+                accept_failed(err).await;
+                continue;
+            }
+        };
+        match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => {
+                let (router, builder, stop) = (router.clone(), builder.clone(), stop.clone());
+                tokio::spawn(async move {
+                    connection(stream, router, builder, limits, stop).await;
+                    drop(slot);
+                });
+            }
+            Err(_) => refuse(stream, &refusal, &lingering),
+        }
+    }
+    drop(listener);
+    // Every slot back means every accepted connection has ended.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = slots.acquire_many(all).await;
+}
+
+/// A failed `accept`: a connection that went away before it was accepted is
+/// nothing; anything else (out of file descriptors) is reported, and accepting
+/// pauses for a second so the report is not a flood.
+async fn accept_failed(err: io::Error) {
+    if matches!(
+        err.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    eprintln!("parley: cannot accept a connection: {err}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// The 503 sent past the cap, whole, with its JSON body.
+fn refusal_response(max: usize) -> Vec<u8> {
+    let body = json!({ "error": {
+        "reason": "too_many_connections",
+        "status": 503,
+        "message": format!("the server is serving its maximum of {max} connections; retry shortly"),
+    } })
+    .to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: {RETRY_AFTER_S}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Answers a connection past the cap with the 503 and closes it.
+fn refuse(stream: TcpStream, refusal: &Arc<[u8]>, lingering: &Arc<Semaphore>) {
+    let Ok(permit) = Arc::clone(lingering).try_acquire_owned() else {
+        // Too many already: what the socket takes now is all this one gets.
+        let _ = stream.try_write(refusal);
+        return;
+    };
+    let refusal = Arc::clone(refusal);
+    tokio::spawn(async move {
+        let mut stream = stream;
+        let _ = tokio::time::timeout(LINGER, async {
+            stream.write_all(&refusal).await?;
+            stream.shutdown().await?;
+            // Read what the client sent until it closes too, so that closing does not
+            // turn unread bytes into a reset that could destroy the answer.
+            let mut sink = [0u8; 4096];
+            let mut read = 0;
+            while read < LINGER_BYTES {
+                match stream.read(&mut sink).await? {
+                    0 => break,
+                    n => read += n,
+                }
+            }
+            io::Result::Ok(())
+        })
+        .await;
+        drop(permit);
+    });
+}
+
+/// Serves one connection until it ends, times out, or (after `stop`) has finished
+/// its request in flight.
+async fn connection(
+    stream: TcpStream,
+    router: Router,
+    builder: http1::Builder,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let cycle = Arc::new(Cycle::new());
+    let io = TokioIo::new(Watched {
+        stream,
+        cycle: Arc::clone(&cycle),
+    });
+    let service = Tracked {
+        inner: TowerToHyperService::new(router),
+        cycle: Arc::clone(&cycle),
+    };
+    let mut conn = pin!(builder.serve_connection(io, service));
+    let mut stopped = pin!(async move {
+        let _ = stop.wait_for(|stop| *stop).await;
+    });
+    let mut shutting_down = false;
+    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep(Duration::ZERO));
+    let mut armed_for: Option<Instant> = None;
+    poll_fn(|cx| loop {
+        if conn.as_mut().poll(cx).is_ready() {
+            // Ended (a failure of the connection, such as a client that went away
+            // mid-request, is nobody's to hear).
+            return Poll::Ready(());
+        }
+        if !shutting_down && stopped.as_mut().poll(cx).is_ready() {
+            shutting_down = true;
+            conn.as_mut().graceful_shutdown();
+            continue;
+        }
+        let Some(deadline) = cycle.deadline(&limits) else {
+            // Serving a request: no deadline.
+            return Poll::Pending;
+        };
+        if armed_for != Some(deadline) {
+            timer.as_mut().reset(deadline);
+            armed_for = Some(deadline);
+        }
+        return match timer.as_mut().poll(cx) {
+            // Dropping the connection closes it.
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending => Poll::Pending,
+        };
+    })
+    .await;
+}
+
+/// Where a connection is in its request cycle, and since when: the phase in the
+/// top two bits, milliseconds since the connection's acceptance in the rest.
+///
+/// Every access is from the task serving the connection (the socket, the service
+/// future and the watchdog are all polled there); the atomic only makes the state
+/// shareable between them.
+struct Cycle {
+    accepted: Instant,
+    word: AtomicU64,
+}
+
+/// Waiting for the rest of a request's head.
+const HEAD: u64 = 0;
+/// A request handed to the service and not yet answered.
+const BUSY: u64 = 1;
+/// Between an answer and the next request's first byte.
+const IDLE: u64 = 2;
+const PHASE_SHIFT: u32 = 62;
+const SINCE_MASK: u64 = (1 << PHASE_SHIFT) - 1;
+
+impl Cycle {
+    fn new() -> Cycle {
+        // A new connection is waiting for its first head.
+        Cycle {
+            accepted: Instant::now(),
+            word: AtomicU64::new(HEAD << PHASE_SHIFT),
+        }
+    }
+
+    fn phase(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) >> PHASE_SHIFT
+    }
+
+    fn enter(&self, phase: u64) {
+        let since = self.accepted.elapsed().as_millis() as u64 & SINCE_MASK;
+        self.word
+            .store(phase << PHASE_SHIFT | since, Ordering::Relaxed);
+    }
+
+    fn enter_busy(&self) {
+        self.word.store(BUSY << PHASE_SHIFT, Ordering::Relaxed);
+    }
+
+    /// When the current phase runs out; `None` while a request is served.
+    fn deadline(&self, limits: &Limits) -> Option<Instant> {
+        let word = self.word.load(Ordering::Relaxed);
+        let since = self.accepted + Duration::from_millis(word & SINCE_MASK);
+        match word >> PHASE_SHIFT {
+            HEAD => Some(since + limits.header_timeout),
+            IDLE => Some(since + limits.idle_timeout),
+            _ => None,
+        }
+    }
+}
+
+/// The socket, noting the first byte of each request that follows an idle spell.
+struct Watched {
+    stream: TcpStream,
+    cycle: Arc<Cycle>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before && self.cycle.phase() == IDLE {
+            self.cycle.enter(HEAD);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// The router as hyper's service, noting when each request is handed over (its
+/// head is complete) and when its answer is ready.
+struct Tracked {
+    inner: TowerToHyperService<Router>,
+    cycle: Arc<Cycle>,
+}
+
+impl hyper::service::Service<hyper::Request<Incoming>> for Tracked {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = Answer;
+
+    fn call(&self, request: hyper::Request<Incoming>) -> Answer {
+        self.cycle.enter_busy();
+        Answer {
+            inner: Box::pin(self.inner.call(request.map(Body::new))),
+            cycle: Arc::clone(&self.cycle),
+        }
+    }
+}
+
+type RouterFuture = Pin<
+    Box<dyn Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send>,
+>;
+
+/// A request being answered; once the answer is ready, the connection is idle.
+struct Answer {
+    inner: RouterFuture,
+    cycle: Arc<Cycle>,
+}
+
+impl Future for Answer {
+    type Output = Result<axum::response::Response, std::convert::Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answered = self.inner.as_mut().poll(cx);
+        if answered.is_ready() {
+            self.cycle.enter(IDLE);
+        }
+        answered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        header_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(60),
+        max_connections: 8,
+    };
+
+    #[test]
+    fn each_phase_has_its_own_deadline() {
+        let cycle = Cycle::new();
+        assert_eq!(
+            cycle.deadline(&LIMITS),
+            Some(cycle.accepted + LIMITS.header_timeout),
+            "a new connection waits for its head"
+        );
+        cycle.enter_busy();
+        assert_eq!(cycle.deadline(&LIMITS), None, "no deadline while serving");
+        cycle.enter(IDLE);
+        let idle = cycle.deadline(&LIMITS).unwrap();
+        assert!(idle >= cycle.accepted + LIMITS.idle_timeout);
+        assert!(idle <= Instant::now() + LIMITS.idle_timeout);
+        cycle.enter(HEAD);
+        assert_eq!(cycle.phase(), HEAD);
+        assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.header_timeout);
+    }
+
+    #[test]
+    fn the_refusal_is_a_whole_response_with_a_json_body() {
+        let raw = String::from_utf8(refusal_response(8)).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 "));
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        assert!(head.contains("retry-after: 1"));
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["error"]["reason"], "too_many_connections");
+        assert_eq!(body["error"]["status"], 503);
+    }
+}
