@@ -30,8 +30,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("PARLEY_BIN", REPO / "target" / "debug" / "parley"))
-OPERATIONS = ["get_manifest", "whoami", "post", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim"]
-READ_ONLY = {"get_manifest", "whoami", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim"}
+OPERATIONS = ["get_manifest", "whoami", "post", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim", "get_messages"]
+READ_ONLY = {"get_manifest", "whoami", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim", "get_messages"}
+WAITING = {"get_inbox", "get_events", "get_messages", "list_threads"}
 MODES = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 
 
@@ -141,6 +142,9 @@ async def exercise(client: Client, mode: str, tag: str) -> None:
         assert tool.output_schema is not None and tool.output_schema["type"] == "object", tool.name
         read_only = bool(tool.annotations and tool.annotations.read_only_hint)
         assert read_only == (tool.name in READ_ONLY), tool.name
+        assert ("wait_ms" in tool.input_schema["properties"]) == (tool.name in WAITING), tool.name
+    inbox_tool = next(t for t in listed.tools if t.name == "get_inbox")
+    assert "wait_ms" in (inbox_tool.description or ""), "the model is told how to wait for its turn"
 
     manifest = await call(client, "get_manifest", {})
     assert manifest["parley"] == "1"
@@ -157,6 +161,14 @@ async def exercise(client: Client, mode: str, tag: str) -> None:
     assert thread in [t["id"] for t in listed_threads["items"]]
     inbox = await call(client, "get_inbox", {})
     assert isinstance(inbox["items"], list)
+    # Your own question is not your inbox: a short wait ends with the plain result.
+    started = time.monotonic()
+    waited = await call(client, "get_inbox", {"since": inbox["cursor"], "wait_ms": 200})
+    assert waited["items"] == [] and time.monotonic() - started >= 0.2
+    feed = await call(client, "get_messages", {"thread": thread, "wait_ms": 30000})
+    assert [m["body"] for m in feed["items"]] == [f"Which port ({tag})?"], "items there return at once"
+    too_long = await refusal(client, "get_inbox", {"wait_ms": 30001})
+    assert (too_long["reason"], too_long["field"]) == ("invalid_argument", "wait_ms")
     claimed = await call(
         client,
         "post",
@@ -207,6 +219,29 @@ def test_streamable_http(forum: Forum, http_server: str, mode: str) -> None:
             await exercise(client, mode, f"http {mode}")
         async with http_client(http_server, None, mode) as anonymous, http_client(http_server, forum.reader, mode) as reader:
             await exercise_without_rights(anonymous, reader)
+
+    anyio.run(main)
+
+
+def test_http_waiting_client_wakes_when_it_is_its_turn(forum: Forum, http_server: str) -> None:
+    """bob waits on get_inbox over one SDK client; alice's question to him, posted
+    through another, ends his wait long before wait_ms."""
+
+    async def main() -> None:
+        async with http_client(http_server, forum.bob, "auto") as bob, http_client(http_server, forum.alice, "auto") as alice:
+            woke: dict[str, Any] = {}
+
+            async def wait() -> None:
+                started = time.monotonic()
+                woke["result"] = await call(bob, "get_inbox", {"wait_ms": 25000})
+                woke["took"] = time.monotonic() - started
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                await anyio.sleep(0.3)
+                asked = await call(alice, "post", {"kind": "ask", "to": "ainotes:bob", "body": "bob, your turn?"})
+            assert [i["thread"]["id"] for i in woke["result"]["items"]] == [asked["thread"]["id"]]
+            assert woke["took"] < 20, woke
 
     anyio.run(main)
 
