@@ -5,6 +5,7 @@
 
 mod baseline;
 mod fig_http;
+mod fig_listen;
 mod fig_read;
 mod fig_rss;
 mod fig_transport;
@@ -25,8 +26,8 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 12] = [
-    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11",
+const FIGURES: [&str; 13] = [
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12",
 ];
 
 #[derive(Parser)]
@@ -42,7 +43,7 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-11; `10-rust` is the Rust half of 10).
+    /// Only these figures, comma-separated (1-12; `10-rust` is the Rust half of 10).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where the temporary forum files go: a fresh directory is made inside it and
@@ -91,6 +92,7 @@ pub struct Sizes {
     pub http_per_client: usize,
     pub call_posts: usize,
     pub rss_messages: usize,
+    pub wake_rounds: usize,
 }
 
 impl Sizes {
@@ -109,6 +111,7 @@ impl Sizes {
                 http_per_client: 5,
                 call_posts: 300,
                 rss_messages: 20_000,
+                wake_rounds: 30,
             }
         } else {
             Sizes {
@@ -124,6 +127,7 @@ impl Sizes {
                 http_per_client: 50,
                 call_posts: 2_000,
                 rss_messages: 1_000_000,
+                wake_rounds: 400,
             }
         }
     }
@@ -163,6 +167,7 @@ fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>>
         "10" => one(fig_transport::python_call(&sub, sizes, quick)),
         "10-rust" => one(fig_transport::rust_call(&sub, sizes)),
         "11" => one(fig_rss::rss(&sub, sizes)),
+        "12" => one(fig_listen::wake(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -12,6 +12,9 @@ pub enum Target {
     RatioAtMost(f64),
     /// `value <= x` (a figure without a baseline).
     ValueAtMost(f64),
+    /// `value - baseline <= x`, in the row's unit: a latency held to a margin over
+    /// a latency measured alongside it.
+    AboveAtMost(f64),
     /// Informational: no target.
     None,
 }
@@ -22,6 +25,10 @@ impl Target {
         let number = |t: &str| t.trim().parse::<f64>().ok();
         if let Some(x) = text.strip_prefix(">= ").and_then(|t| t.strip_suffix('x')) {
             return number(x).map_or(Target::None, Target::RatioAtLeast);
+        }
+        if let Some(rest) = text.strip_prefix("<= +") {
+            let value = rest.split_whitespace().next().and_then(number);
+            return value.map_or(Target::None, Target::AboveAtMost);
         }
         if let Some(rest) = text.strip_prefix("<= ") {
             if let Some(x) = rest.strip_suffix('x').and_then(number) {
@@ -38,6 +45,7 @@ impl Target {
             Target::RatioAtLeast(x) => format!(">= {x}x"),
             Target::RatioAtMost(x) => format!("<= {x}x"),
             Target::ValueAtMost(x) => format!("<= {x} {unit}"),
+            Target::AboveAtMost(x) => format!("<= +{x} {unit}"),
             Target::None => "-".into(),
         }
     }
@@ -115,6 +123,10 @@ impl Row {
             Target::RatioAtLeast(x) => ratio.map(|r| r >= x),
             Target::RatioAtMost(x) => ratio.map(|r| r <= x),
             Target::ValueAtMost(x) => self.value.map(|v| v <= x),
+            Target::AboveAtMost(x) => match (self.value, self.baseline) {
+                (Some(v), Some(b)) => Some(v - b <= x),
+                _ => None,
+            },
             Target::None => None,
         }
     }
@@ -236,6 +248,10 @@ mod tests {
         let row = Row::new("11", "f", "-", "MiB", Target::ValueAtMost(256.0)).measured(300.0, None);
         assert_eq!(row.pass(), Some(false));
         assert_eq!(row.ratio(), None);
+        let row = Row::new("12", "f", "b", "ms", Target::AboveAtMost(1.0)).measured(1.4, Some(0.5));
+        assert_eq!(row.pass(), Some(true));
+        let row = Row::new("12", "f", "b", "ms", Target::AboveAtMost(1.0)).measured(1.6, Some(0.5));
+        assert_eq!(row.pass(), Some(false));
         let row = Row::new("9", "f", "b", "posts/s", Target::RatioAtLeast(0.5)).skip("no binary");
         assert_eq!(row.pass(), None);
         assert_eq!(row.to_json()["skipped"], "no binary");
@@ -247,6 +263,7 @@ mod tests {
             Row::new("1", "f", "b", "posts/s", Target::RatioAtLeast(0.7)).measured(7.0, Some(9.0)),
             Row::new("4", "f", "b", "us/post", Target::RatioAtMost(4.0)).measured(40.5, Some(10.0)),
             Row::new("11", "f", "-", "MiB", Target::ValueAtMost(256.0)).measured(8.25, None),
+            Row::new("12", "f", "b", "ms", Target::AboveAtMost(1.0)).measured(0.9, Some(0.4)),
             Row::new("9", "f", "b", "posts/s", Target::RatioAtLeast(0.5)).skip("no binary"),
             Row::failed("10-rust", "boom".into()),
         ];
