@@ -243,6 +243,28 @@ fn a_kept_alive_connection_outlives_the_header_timeout() {
 }
 
 #[test]
+fn a_partial_head_on_a_kept_alive_connection_is_closed_by_the_header_timeout() {
+    let forum = TempForum::new();
+    // The idle timeout is far longer than the bound: once the next request has
+    // begun, only the header timeout can close this connection in time.
+    let server = Server::start(
+        &forum.db,
+        None,
+        &["--header-timeout-ms", "300", "--idle-timeout-ms", "120000"],
+    );
+    let mut stream = connect(server.addr);
+    let resp = request_on(&mut stream, &keep_alive_get(server.addr)).unwrap();
+    assert_eq!(resp.status, 200);
+    stream
+        .write_all(b"GET /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    match wait_for_close(&mut stream, BOUND) {
+        Ending::Closed(data) => assert!(data.is_empty(), "{data:?}"),
+        Ending::Open => panic!("the half-sent request was not cut"),
+    }
+}
+
+#[test]
 fn the_header_timeout_does_not_cut_a_slow_body() {
     let forum = TempForum::new();
     let alice = forum.token("alice", &[]);

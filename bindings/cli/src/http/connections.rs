@@ -190,8 +190,12 @@ async fn connection(
         let _ = stop.wait_for(|stop| *stop).await;
     });
     let mut shutting_down = false;
-    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep(Duration::ZERO));
-    let mut armed_for: Option<Instant> = None;
+    // The timer is armed at most as late as the current phase's deadline, and is
+    // moved only when a phase brings a deadline earlier than the one armed: a
+    // request followed by the next moves every deadline later, so a busy
+    // connection leaves its timer alone, and the timer firing early only re-arms it.
+    let mut armed_for = cycle.accepted + limits.header_timeout;
+    let mut timer: Pin<&mut Sleep> = pin!(tokio::time::sleep_until(armed_for));
     poll_fn(|cx| loop {
         if conn.as_mut().poll(cx).is_ready() {
             // Ended (a failure of the connection, such as a client that went away
@@ -207,15 +211,20 @@ async fn connection(
             // Serving a request: no deadline.
             return Poll::Pending;
         };
-        if armed_for != Some(deadline) {
+        if deadline < armed_for {
             timer.as_mut().reset(deadline);
-            armed_for = Some(deadline);
+            armed_for = deadline;
         }
-        return match timer.as_mut().poll(cx) {
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        if deadline <= Instant::now() {
             // Dropping the connection closes it.
-            Poll::Ready(()) => Poll::Ready(()),
-            Poll::Pending => Poll::Pending,
-        };
+            return Poll::Ready(());
+        }
+        // Fired for an earlier phase: wait for this one's deadline.
+        timer.as_mut().reset(deadline);
+        armed_for = deadline;
     })
     .await;
 }

@@ -5,12 +5,8 @@
 //! adds more. Anything else, a request without `Host` included, is answered 421
 //! (Misdirected Request) before it reaches the engine, on every route.
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-
-use super::{refuse_early, App};
+use axum::extract::Request;
+use axum::http::header;
 
 /// Names every server answers to, with any port.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -115,25 +111,9 @@ fn split(host: &str) -> Option<(&str, Option<u16>)> {
     Some((name, port))
 }
 
-pub(crate) async fn check(State(app): State<App>, request: Request, next: Next) -> Response {
-    match refusal(&app.hosts, &request) {
-        None => next.run(request).await,
-        Some(message) => {
-            refuse_early(
-                &app,
-                request,
-                StatusCode::MISDIRECTED_REQUEST,
-                "host_not_allowed",
-                &message,
-            )
-            .await
-        }
-    }
-}
-
 /// Why `request` is addressed to a host this server does not answer to, if it is.
 /// An absolute request target names a host as well as `Host` does; both must pass.
-fn refusal(hosts: &Hosts, request: &Request) -> Option<String> {
+pub(crate) fn refusal(hosts: &Hosts, request: &Request) -> Option<String> {
     let mut values = request.headers().get_all(header::HOST).iter();
     let host = match (values.next(), values.next()) {
         (Some(_), Some(_)) => return Some("the request has more than one Host header".into()),

@@ -22,8 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -145,16 +146,22 @@ pub(crate) fn router(app: App) -> Router {
         .route("/v1/events", get(rest::events))
         .route("/v1/claims/{id}", get(rest::get_claim))
         .fallback(rest::not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            origin::check,
-        ))
-        // The outermost layer, so the first check: the Host, then the Origin.
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            host::check,
-        ))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         .with_state(app)
+}
+
+/// What every request passes before its route (DNS-rebinding protection): its
+/// `Host` must be allowed, then its `Origin` when it has one.
+async fn admit(State(app): State<App>, request: Request, next: Next) -> Response {
+    if let Some(message) = host::refusal(&app.hosts, &request) {
+        let status = StatusCode::MISDIRECTED_REQUEST;
+        return refuse_early(&app, request, status, "host_not_allowed", &message).await;
+    }
+    if let Some(message) = origin::refusal(&app.origins, &request) {
+        let status = StatusCode::FORBIDDEN;
+        return refuse_early(&app, request, status, "origin_not_allowed", &message).await;
+    }
+    next.run(request).await
 }
 
 async fn shutdown_signal() {
@@ -245,7 +252,7 @@ pub(crate) async fn read_body(
 /// `{"error": {…}}`. The body is read and discarded first (up to
 /// `request_max_bytes`), so that the client has finished sending and reads the
 /// answer instead of a connection reset by unread bytes.
-pub(crate) async fn refuse_early(
+async fn refuse_early(
     app: &App,
     request: Request,
     status: StatusCode,

@@ -2,12 +2,8 @@
 //! allowed is answered 403 before it reaches the engine. Requests without `Origin`
 //! (curl, SDK clients, other servers) are not browsers on a foreign page and pass.
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-
-use super::{refuse_early, App};
+use axum::extract::Request;
+use axum::http::header;
 
 /// The allowed origins: loopback ones always, plus those given by `--allow-origin`.
 #[derive(Debug)]
@@ -62,27 +58,14 @@ fn is_loopback(origin: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]") && port_ok
 }
 
-pub(crate) async fn check(State(app): State<App>, request: Request, next: Next) -> Response {
-    let origin = request
-        .headers()
-        .get(header::ORIGIN)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}").to_string());
-    match origin {
-        Some(origin) if !app.origins.allows(&origin) => {
-            let message = format!(
-                "origin {origin} is not allowed (start the server with --allow-origin to admit it)"
-            );
-            refuse_early(
-                &app,
-                request,
-                StatusCode::FORBIDDEN,
-                "origin_not_allowed",
-                &message,
-            )
-            .await
-        }
-        _ => next.run(request).await,
-    }
+/// Why `request` comes from a page this server does not serve, if it does: its
+/// `Origin` is present and not allowed.
+pub(crate) fn refusal(origins: &Origins, request: &Request) -> Option<String> {
+    let origin = request.headers().get(header::ORIGIN)?;
+    let origin = origin.to_str().unwrap_or("\u{fffd}");
+    (!origins.allows(origin)).then(|| {
+        format!("origin {origin} is not allowed (start the server with --allow-origin to admit it)")
+    })
 }
 
 #[cfg(test)]
