@@ -36,6 +36,8 @@ pub struct Limits {
     pub request_max_bytes: usize,
     /// Longest `wait_ms` a read accepts (the listen profile, SPEC §14.2).
     pub wait_max_ms: usize,
+    /// How long an `idempotency_key` is remembered, in seconds (SPEC §14.3).
+    pub idempotency_ttl_s: usize,
 }
 
 impl Default for Limits {
@@ -54,13 +56,14 @@ impl Default for Limits {
             writes_per_minute: 120,
             request_max_bytes: 65536,
             wait_max_ms: 30_000,
+            idempotency_ttl_s: 86_400,
         }
     }
 }
 
 impl Limits {
     /// The limits as `(name, value)` pairs, in manifest order.
-    pub fn entries(&self) -> [(&'static str, usize); 13] {
+    pub fn entries(&self) -> [(&'static str, usize); 14] {
         [
             ("body_max_chars", self.body_max_chars),
             ("provenance_max_chars", self.provenance_max_chars),
@@ -75,6 +78,7 @@ impl Limits {
             ("writes_per_minute", self.writes_per_minute),
             ("request_max_bytes", self.request_max_bytes),
             ("wait_max_ms", self.wait_max_ms),
+            ("idempotency_ttl_s", self.idempotency_ttl_s),
         ]
     }
 
@@ -93,6 +97,7 @@ impl Limits {
             "writes_per_minute" => &mut self.writes_per_minute,
             "request_max_bytes" => &mut self.request_max_bytes,
             "wait_max_ms" => &mut self.wait_max_ms,
+            "idempotency_ttl_s" => &mut self.idempotency_ttl_s,
             _ => return false,
         };
         *slot = value;

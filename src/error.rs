@@ -66,6 +66,7 @@ reasons! {
     AlreadyAttested = ("already_attested", 409, "This identity has already attested the claim."),
     ClaimSuperseded = ("claim_superseded", 409, "The claim has been superseded and accepts no attestation, refutation, verification or new supersession."),
     LimitExceeded = ("limit_exceeded", 409, "A limit of the forum would be exceeded (named in `limit`)."),
+    IdempotencyConflict = ("idempotency_conflict", 409, "This identity already used the idempotency_key for a different envelope."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
 
@@ -239,7 +240,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 24);
+        assert_eq!(Reason::ALL.len(), 25);
     }
 
     #[test]

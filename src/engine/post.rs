@@ -18,10 +18,12 @@ use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::{Act, Needs};
-use crate::protocol::envelope::{self, Checked};
+use crate::protocol::envelope::{self, Checked, Idempotency};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
-use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
+use crate::store::records::{
+    Awaiting, Change, ClaimRec, EventRec, MessageRec, Remembered, Support, ThreadRec,
+};
 use crate::store::{Durable, WriteTx};
 
 /// Posts of one batch, applied in one transaction (see `group`).
@@ -149,6 +151,12 @@ impl Forum {
         if act.spec().needs == Needs::Verify {
             caller.require(Right::Verify)?;
         }
+        let key = env.idempotency.clone();
+        if let Some(key) = &key {
+            if let Some(replay) = self.replay(tx, caller, key, now)? {
+                return Ok(replay);
+            }
+        }
         self.check_rate(tx, caller, now)?;
         let place = resolve(tx, &env)?;
         let thread = place.thread.as_ref();
@@ -174,7 +182,17 @@ impl Forum {
         check_dialectic(caller, &env, &place)?;
         check_limits(&self.config.limits, &place)?;
 
-        self.write_post(tx, caller, env, place, effect, now)
+        let applied = self.write_post(tx, caller, env, place, effect, now)?;
+        if let Some(key) = key {
+            let post = Remembered {
+                message: applied.message.id,
+                at: now,
+                digest: key.digest,
+            };
+            tx.remember(&caller.identity, &key.key, &post)?;
+            tx.forget_remembered(now - self.ttl_ms(), FORGET_PER_POST)?;
+        }
+        Ok(applied)
     }
 
     fn check_rate(&self, tx: &dyn WriteTx, caller: &Caller, now: i64) -> Result<()> {
@@ -445,9 +463,60 @@ impl Forum {
             thread,
             events,
             claim,
+            replayed: false,
         })
     }
+
+    /// §14.3: a post under a remembered key replays (same envelope) or is refused
+    /// (another one). `None`: the post goes on, and is remembered once written.
+    fn replay(
+        &self,
+        tx: &dyn WriteTx,
+        caller: &Caller,
+        key: &Idempotency,
+        now: i64,
+    ) -> Result<Option<Applied>> {
+        let Some(earlier) = tx.remembered(&caller.identity, &key.key)? else {
+            return Ok(None);
+        };
+        if earlier.at + self.ttl_ms() <= now {
+            return Ok(None);
+        }
+        if earlier.digest != key.digest {
+            return Err(Refusal::new(
+                Reason::IdempotencyConflict,
+                format!(
+                    "idempotency_key `{}` was used for another envelope; use a new key for a new post",
+                    key.key
+                ),
+            )
+            .with_field("idempotency_key")
+            .into());
+        }
+        // Messages are never deleted; were one missing, the post would go on anew.
+        let Some(message) = tx.message(earlier.message)? else {
+            return Ok(None);
+        };
+        let Some(thread) = tx.thread(message.thread)? else {
+            return Ok(None);
+        };
+        Ok(Some(Applied {
+            message,
+            thread: Arc::new(thread),
+            events: Vec::new(),
+            claim: None,
+            replayed: true,
+        }))
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        (self.config.limits.idempotency_ttl_s as i64).saturating_mul(1000)
+    }
 }
+
+/// Expired idempotency records a keyed post forgets, at most: the age index
+/// hands them out oldest first, so none is ever looked for by a scan.
+const FORGET_PER_POST: usize = 8;
 
 /// What a post wrote. The batch's leader returns it and each caller renders its
 /// own result after the commit, so rendering runs beside the next batch.
@@ -457,6 +526,8 @@ pub(crate) struct Applied {
     events: Vec<EventRec>,
     /// The claim shown with the result, already rendered (it needs the transaction).
     claim: Option<Value>,
+    /// A replay of an earlier post (§14.3): nothing was written.
+    replayed: bool,
 }
 
 impl Applied {
@@ -481,6 +552,9 @@ impl Applied {
         }
         if let Some(claim) = self.claim {
             out.insert("claim".into(), claim);
+        }
+        if self.replayed {
+            out.insert("replayed".into(), Value::Bool(true));
         }
         Value::Object(out)
     }

@@ -316,6 +316,10 @@ impl ManifestFacts {
                 "items": self.id("claim", "cl"),
                 "description": "For `assert`: the claims this new claim replaces.",
             }),
+            "idempotency_key" => json!({
+                "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+                "description": "Optional: a key of your choosing, new for each post. Send the same post again with the same key (after a time-out, say) and it is not posted twice: you get the first one back, with `replayed: true`.",
+            }),
             "valid_until" => json!({
                 "type": "string", "format": "date-time",
                 "description": "For `assert`: when the claim expires, RFC 3339 in UTC, e.g. 2026-12-31T00:00:00.000Z.",

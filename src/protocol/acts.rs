@@ -81,9 +81,11 @@ pub struct ActSpec {
 }
 
 const PLACE: [&str; 4] = ["thread", "parent", "from", "provenance"];
+/// Accepted on every act (SPEC §14.3).
+const RETRY: &str = "idempotency_key";
 
 macro_rules! fields {
-    ($($f:literal),*) => { &[$($f,)* PLACE[0], PLACE[1], PLACE[2], PLACE[3]] };
+    ($($f:literal),*) => { &[$($f,)* PLACE[0], PLACE[1], PLACE[2], PLACE[3], RETRY] };
 }
 
 /// The core acts then the dialectic acts, in manifest order.

@@ -1,6 +1,7 @@
 //! The envelope (SPEC §3): syntax and field rules, checked without storage.
 
 use serde_json::{Map, Value};
+use sha2::Digest;
 
 use super::acts::Act;
 use super::evidence::{self, Evidence};
@@ -10,7 +11,7 @@ use crate::config::Limits;
 use crate::error::{Reason, Refusal};
 
 /// Fields a client may send on any act.
-const COMMON: [&str; 7] = [
+const COMMON: [&str; 8] = [
     "parley",
     "kind",
     "body",
@@ -18,7 +19,11 @@ const COMMON: [&str; 7] = [
     "parent",
     "from",
     "provenance",
+    "idempotency_key",
 ];
+
+/// Longest `idempotency_key` (SPEC §14.3).
+const KEY_MAX: usize = 128;
 /// Fields that exist only for some acts.
 const SPECIFIC: [&str; 6] = [
     "to",
@@ -60,6 +65,18 @@ pub struct Checked {
     pub supersedes: Vec<u64>,
     /// `valid_until` (assert), in ms since the epoch.
     pub valid_until: Option<i64>,
+    /// `idempotency_key` (SPEC §14.3), and what identifies the envelope it came with.
+    pub idempotency: Option<Idempotency>,
+}
+
+/// An idempotency key and the digest of its envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    /// The key as sent.
+    pub key: String,
+    /// SHA-256 (first 16 bytes) of the envelope without `idempotency_key`, as
+    /// canonical JSON (keys sorted): equal envelopes, equal digests.
+    pub digest: [u8; 16],
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> Refusal {
@@ -154,6 +171,7 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
         .transpose()?;
     let extension = check_from(obj, limits)?;
     let provenance = check_provenance(obj, limits)?;
+    let idempotency = check_idempotency(obj)?;
 
     let to = match present(obj, "to") {
         None => None,
@@ -228,7 +246,40 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
         evidence,
         supersedes,
         valid_until,
+        idempotency,
     })
+}
+
+fn is_key(key: &str) -> bool {
+    (1..=KEY_MAX).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// `idempotency_key`: 1-128 characters of `[A-Za-z0-9._:-]`.
+fn check_idempotency(obj: &Map<String, Value>) -> Result<Option<Idempotency>, Refusal> {
+    let Some(v) = present(obj, "idempotency_key") else {
+        return Ok(None);
+    };
+    let key = string(v, "idempotency_key")?;
+    if !is_key(key) {
+        return Err(invalid(
+            "idempotency_key",
+            format!("`idempotency_key` is 1-{KEY_MAX} characters of [A-Za-z0-9._:-]"),
+        ));
+    }
+    let mut rest = obj.clone();
+    rest.remove("idempotency_key");
+    // serde_json's map keeps its keys sorted: this text is canonical.
+    let text = serde_json::to_vec(&rest).expect("a JSON value serializes");
+    let full: [u8; 32] = sha2::Sha256::digest(&text).into();
+    let mut digest = [0u8; 16];
+    digest.copy_from_slice(&full[..16]);
+    Ok(Some(Idempotency {
+        key: key.to_string(),
+        digest,
+    }))
 }
 
 /// FNV-1a of the body with runs of whitespace collapsed and ends trimmed: the

@@ -91,6 +91,12 @@ impl Envelope {
         self.with("provenance", json!({ "model": model, "client": client }))
     }
 
+    /// A key of the caller's choosing that makes a retry safe (SPEC §14.3): the
+    /// same envelope posted again under it returns the first post, `replayed`.
+    pub fn idempotency_key(self, key: &str) -> Self {
+        self.with("idempotency_key", json!(key))
+    }
+
     /// The envelope as JSON.
     pub fn to_json(&self) -> Value {
         Value::Object(self.0.clone())
@@ -108,6 +114,9 @@ pub struct PostResult {
     pub events: Vec<Value>,
     /// The claim it created (`assert`, `refute`).
     pub claim: Option<Value>,
+    /// Whether this was a retry under an idempotency key: nothing was written, and
+    /// the message is the one the first post made.
+    pub replayed: bool,
     /// The whole result, as the generic call returns it.
     pub raw: Value,
 }
@@ -168,6 +177,7 @@ impl Session<'_> {
             thread: typed(&raw["thread"])?,
             events,
             claim: raw.get("claim").cloned(),
+            replayed: raw.get("replayed") == Some(&Value::Bool(true)),
             raw,
         })
     }
@@ -182,6 +192,37 @@ impl Session<'_> {
         typed(&self.call(
             "get_inbox",
             json!({ "since": since, "extension": self.extension }),
+        )?)
+    }
+
+    /// [`Session::inbox`], waiting up to `wait` for a first item (SPEC §14.2): it
+    /// returns as soon as a thread waits for this caller.
+    pub fn inbox_wait(
+        &self,
+        since: Option<&str>,
+        wait: std::time::Duration,
+    ) -> Result<Page<InboxItem>> {
+        typed(&self.call(
+            "get_inbox",
+            json!({ "since": since, "extension": self.extension, "wait_ms": wait.as_millis() as u64 }),
+        )?)
+    }
+
+    /// The message feed (SPEC §14.1), of one thread or of the forum, oldest first.
+    pub fn messages(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<MessageView>> {
+        typed(&self.call("get_messages", json!({ "thread": thread, "since": since }))?)
+    }
+
+    /// [`Session::messages`], waiting up to `wait` for a first new message.
+    pub fn messages_wait(
+        &self,
+        thread: Option<&str>,
+        since: Option<&str>,
+        wait: std::time::Duration,
+    ) -> Result<Page<MessageView>> {
+        typed(&self.call(
+            "get_messages",
+            json!({ "thread": thread, "since": since, "wait_ms": wait.as_millis() as u64 }),
         )?)
     }
 

@@ -14,7 +14,9 @@ mod tables;
 pub use check::{check, CheckReport};
 pub use redb_store::{check_integrity, RedbStore};
 
-use records::{ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec};
+use records::{
+    ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot, TokenRec,
+};
 
 use std::sync::Arc;
 
@@ -65,6 +67,8 @@ pub trait ReadTx {
     fn scan_activity(&self, state: Option<State>, after: u64, visit: Visit<'_>) -> Result<()>;
     /// Event index: `(event id, thread)` greater than `after`, of one thread or all.
     fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// The post `identity` made under idempotency `key`, if remembered.
+    fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>>;
     /// Message feed: messages by id from ids greater than `after`, of one thread or
     /// of the whole forum, as `(message, thread)`.
     fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
@@ -96,6 +100,11 @@ pub trait WriteTx: ReadTx {
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;
     /// Stores an event and indexes it by thread.
     fn put_event(&mut self, event: &EventRec) -> Result<()>;
+    /// Remembers the post `identity` made under `key` (replacing an expired one).
+    fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()>;
+    /// Forgets up to `max` idempotency records made before `before` (ms), oldest
+    /// first; returns how many.
+    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<usize>;
     /// Records a write of an llm identity for the rate limit, and forgets the ones
     /// before `forget_before`.
     fn record_write(

@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::records::{
-    Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, ThreadRec, ThreadSpot, TokenRec,
+    Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
+    TokenRec,
 };
 use super::tables::*;
 use super::{codec, file, Durable, Flow, ReadTx, Store, Visit, WriteTx};
@@ -159,6 +160,7 @@ impl RedbStore {
         txn.open_table(CLAIMS)?;
         txn.open_table(EVENTS)?;
         txn.open_table(INDEX)?;
+        txn.open_table(IDEMPOTENCY)?;
         txn.commit()?;
         Ok(RedbStore {
             db: RwLock::new(Some(Arc::new(db))),
@@ -669,6 +671,13 @@ macro_rules! impl_read {
                 Ok(())
             }
 
+            fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>> {
+                let record = key::idempotency(identity, key);
+                let table = self.table(IDEMPOTENCY)?;
+                let found = table.get(record.as_slice())?;
+                Ok(found.and_then(|v| Remembered::decode(v.value())))
+            }
+
             fn scan_messages(
                 &self,
                 thread: Option<u64>,
@@ -820,6 +829,41 @@ impl WriteTx for Writer<'_> {
         self.table(CLAIMS)?
             .insert(claim.id, encode(claim)?.as_slice())?;
         Ok(())
+    }
+
+    fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
+        let record = key::idempotency(identity, key);
+        let mut table = self.table(IDEMPOTENCY)?;
+        let old = table
+            .insert(record.as_slice(), post.encode().as_slice())?
+            .and_then(|v| Remembered::decode(v.value()));
+        drop(table);
+        let mut index = self.table(INDEX)?;
+        if let Some(old) = old {
+            index.remove(key::remembered(old.at.max(0) as u64, &record).as_slice())?;
+        }
+        index.insert(
+            key::remembered(post.at.max(0) as u64, &record).as_slice(),
+            0,
+        )?;
+        Ok(())
+    }
+
+    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<usize> {
+        let (lo, hi) = key::remembered_before(before.max(0) as u64);
+        let expired: Vec<Vec<u8>> = self
+            .table(INDEX)?
+            .range(lo.as_slice()..hi.as_slice())?
+            .take(max)
+            .map(|e| e.map(|(k, _)| k.value().to_vec()))
+            .collect::<std::result::Result<_, _>>()?;
+        let mut index = self.table(INDEX)?;
+        let mut records = self.table(IDEMPOTENCY)?;
+        for k in &expired {
+            index.remove(k.as_slice())?;
+            records.remove(key::split_remembered(k).1)?;
+        }
+        Ok(expired.len())
     }
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {

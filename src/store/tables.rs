@@ -31,6 +31,8 @@ pub(super) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("eve
 /// instead of five: each table a transaction touches costs a commit several µs, and
 /// a post touches this one for all its index entries.
 pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("index");
+/// `identity ‖ 0 ‖ idempotency key` → a remembered post (see `records::Remembered`).
+pub(super) const IDEMPOTENCY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency");
 
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.
@@ -45,6 +47,9 @@ pub(super) mod key {
     const THREAD_EVENT: u8 = 4;
     /// `WRITE ‖ identity ‖ 0 ‖ message` → time: recent writes, for the rate limit.
     const WRITE: u8 = 5;
+    /// `REMEMBERED ‖ time ‖ identity ‖ 0 ‖ key` → 0: idempotency keys by age, so the
+    /// expired ones are found without a scan.
+    const REMEMBERED: u8 = 6;
 
     fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {
         key.extend_from_slice(&n.to_be_bytes());
@@ -82,6 +87,34 @@ pub(super) mod key {
 
     pub(in crate::store) fn write(identity: &str, message: u64) -> Vec<u8> {
         with_u64(named(WRITE, identity), message)
+    }
+
+    /// The key of an idempotency record: `identity ‖ 0 ‖ key`.
+    pub(in crate::store) fn idempotency(identity: &str, key: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(identity.len() + key.len() + 1);
+        k.extend_from_slice(identity.as_bytes());
+        k.push(0);
+        k.extend_from_slice(key.as_bytes());
+        k
+    }
+
+    /// Its place in the age index: `REMEMBERED ‖ at ‖ identity ‖ 0 ‖ key`.
+    pub(in crate::store) fn remembered(at: u64, record: &[u8]) -> Vec<u8> {
+        let mut k = with_u64(vec![REMEMBERED], at);
+        k.extend_from_slice(record);
+        k
+    }
+
+    /// The age index from its start to `at` (exclusive).
+    pub(in crate::store) fn remembered_before(at: u64) -> (Vec<u8>, Vec<u8>) {
+        (vec![REMEMBERED], with_u64(vec![REMEMBERED], at))
+    }
+
+    /// The time and record key of an age-index key.
+    pub(in crate::store) fn split_remembered(k: &[u8]) -> (u64, &[u8]) {
+        let mut n = [0u8; 8];
+        n.copy_from_slice(&k[1..9]);
+        (u64::from_be_bytes(n), &k[9..])
     }
 
     /// The number a key ends with.

@@ -91,15 +91,11 @@ def run(path: Path) -> List[str]:
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    forum = parley.Forum(
-        None,
-        realm=settings.get("realm", "ainotes"),
-        limits=settings.get("limits"),
-        profiles=settings.get("profiles", ["dialectic"]),
-        durable=settings.get("durable", True),
-        clock=settings.get("clock"),
-    )
     _check_keys(settings, {"realm", "limits", "profiles", "durable", "clock"}, "settings")
+    # Settings left out keep the engine's defaults, which the Python defaults follow
+    # (`profiles` among them: both dialectic and listen).
+    options = {key: settings[key] for key in ("realm", "limits", "profiles", "durable", "clock") if key in settings}
+    forum = parley.Forum(None, **options)
     secrets: Dict[str, str] = {}
     for entry in doc["tokens"]:
         spec = dict(entry)

@@ -1,0 +1,203 @@
+//! Idempotent posts with threads and a moving clock (SPEC §14.3): racing retries
+//! under one key write once, inside one batch and across batches; keys expire;
+//! replays are not counted by the rate limit and carry `replayed` only when they are.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use parley_forum::{Config, Forum, Reason, Right, TokenSpec};
+use serde_json::{json, Value};
+
+const START: i64 = 1_796_040_000_000; // 2026-12-01T12:00:00Z
+
+fn forum_with_clock(limits: Value) -> (Arc<Forum>, Arc<AtomicI64>, String, String) {
+    let now = Arc::new(AtomicI64::new(START));
+    let mut config = Config::from_json(&json!({ "limits": limits })).unwrap();
+    let clock = Arc::clone(&now);
+    config.clock = Arc::new(move || clock.load(Ordering::SeqCst));
+    let forum = Arc::new(Forum::in_memory(config).unwrap());
+    let rights = [Right::Read, Right::Write];
+    let alice = forum
+        .create_token(&TokenSpec::llm("alice", &rights))
+        .unwrap();
+    let bob = forum.create_token(&TokenSpec::llm("bob", &rights)).unwrap();
+    (forum, now, alice, bob)
+}
+
+fn messages(forum: &Forum, token: &str) -> usize {
+    forum
+        .call(Some(token), "get_messages", &json!({ "limit": 200 }))
+        .unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn racing_retries_under_one_key_write_once() {
+    let (forum, _, alice, _) = forum_with_clock(json!({ "writes_per_minute": 0 }));
+    let envelope = json!({ "kind": "ask", "body": "posted once?", "idempotency_key": "race-1" });
+    let start = Arc::new(Barrier::new(16));
+    let outcomes: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let (forum, alice, envelope, start) = (&forum, &alice, &envelope, &start);
+                s.spawn(move || {
+                    start.wait();
+                    forum.call(Some(alice), "post", envelope).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let first = outcomes
+        .iter()
+        .filter(|o| o.get("replayed").is_none())
+        .count();
+    assert_eq!(first, 1, "exactly one call wrote");
+    let ids: std::collections::HashSet<_> = outcomes
+        .iter()
+        .map(|o| o["message"]["id"].clone())
+        .collect();
+    assert_eq!(ids.len(), 1, "every call names the same message");
+    assert!(outcomes
+        .iter()
+        .filter(|o| o.get("replayed").is_some())
+        .all(|o| o["replayed"] == true));
+    assert_eq!(messages(&forum, &alice), 1);
+}
+
+#[test]
+fn one_key_twice_in_one_batch_writes_once() {
+    let (forum, _, alice, bob) = forum_with_clock(json!({ "writes_per_minute": 0 }));
+    let keyed = json!({ "kind": "ask", "body": "in one batch", "idempotency_key": "b-1" });
+    let other = json!({ "kind": "ask", "body": "in one batch, changed", "idempotency_key": "b-1" });
+    let bobs = json!({ "kind": "ask", "body": "in one batch", "idempotency_key": "b-1" });
+    let out = forum.post_all(&[
+        (Some(alice.as_str()), &keyed),
+        (Some(alice.as_str()), &keyed),
+        (Some(alice.as_str()), &other),
+        (Some(bob.as_str()), &bobs),
+    ]);
+    let first = out[0].as_ref().unwrap();
+    let second = out[1].as_ref().unwrap();
+    assert!(first.get("replayed").is_none());
+    assert_eq!(second["replayed"], true);
+    assert_eq!(second["message"]["id"], first["message"]["id"]);
+    let conflict = out[2].as_ref().unwrap_err();
+    assert_eq!(
+        conflict.refusal().unwrap().reason,
+        Reason::IdempotencyConflict
+    );
+    assert!(
+        out[3].as_ref().unwrap().get("replayed").is_none(),
+        "keys are per identity"
+    );
+    assert_eq!(messages(&forum, &alice), 2);
+}
+
+#[test]
+fn keys_expire_after_their_ttl() {
+    let (forum, now, alice, _) =
+        forum_with_clock(json!({ "writes_per_minute": 0, "idempotency_ttl_s": 60 }));
+    let envelope = json!({ "kind": "ask", "body": "expiring", "idempotency_key": "ttl" });
+    let first = forum.call(Some(&alice), "post", &envelope).unwrap();
+    now.fetch_add(59_999, Ordering::SeqCst);
+    let replay = forum.call(Some(&alice), "post", &envelope).unwrap();
+    assert_eq!(
+        replay["replayed"], true,
+        "still remembered just before the ttl"
+    );
+    now.fetch_add(1, Ordering::SeqCst);
+    let fresh = forum.call(Some(&alice), "post", &envelope).unwrap();
+    assert!(
+        fresh.get("replayed").is_none(),
+        "forgotten at the ttl: posted anew"
+    );
+    assert_ne!(fresh["message"]["id"], first["message"]["id"]);
+    // The new post is remembered in its turn, with another envelope refused.
+    let changed = json!({ "kind": "ask", "body": "expiring, changed", "idempotency_key": "ttl" });
+    let err = forum.call(Some(&alice), "post", &changed).unwrap_err();
+    assert_eq!(err.refusal().unwrap().reason, Reason::IdempotencyConflict);
+    now.fetch_add(60_000, Ordering::SeqCst);
+    assert!(forum.call(Some(&alice), "post", &changed).is_ok());
+}
+
+#[test]
+fn many_expired_keys_are_forgotten_as_keyed_posts_go_on() {
+    let (forum, now, alice, _) =
+        forum_with_clock(json!({ "writes_per_minute": 0, "idempotency_ttl_s": 1 }));
+    for i in 0..40 {
+        let envelope = json!({ "kind": "ask", "body": format!("old {i}"), "idempotency_key": format!("old-{i}") });
+        forum.call(Some(&alice), "post", &envelope).unwrap();
+    }
+    now.fetch_add(5_000, Ordering::SeqCst);
+    // Each keyed post forgets a few expired keys; all of them stay answerable.
+    for i in 0..10 {
+        let envelope = json!({ "kind": "ask", "body": format!("old {i}"), "idempotency_key": format!("old-{i}") });
+        let again = forum.call(Some(&alice), "post", &envelope).unwrap();
+        assert!(again.get("replayed").is_none(), "old-{i} expired");
+    }
+    assert_eq!(messages(&forum, &alice), 50);
+}
+
+#[test]
+fn replays_are_not_counted_by_the_rate_limit() {
+    let (forum, _, alice, _) = forum_with_clock(json!({ "writes_per_minute": 2 }));
+    let envelope = json!({ "kind": "ask", "body": "counted once", "idempotency_key": "rate" });
+    forum.call(Some(&alice), "post", &envelope).unwrap();
+    for _ in 0..5 {
+        let r = forum.call(Some(&alice), "post", &envelope).unwrap();
+        assert_eq!(r["replayed"], true);
+    }
+    forum
+        .call(
+            Some(&alice),
+            "post",
+            &json!({ "kind": "ask", "body": "second write" }),
+        )
+        .unwrap();
+    let err = forum
+        .call(
+            Some(&alice),
+            "post",
+            &json!({ "kind": "ask", "body": "third write" }),
+        )
+        .unwrap_err();
+    assert_eq!(err.refusal().unwrap().reason, Reason::RateLimited);
+    // A replay still answers while the identity is rate limited (§12.1: idempotency first).
+    let r = forum.call(Some(&alice), "post", &envelope).unwrap();
+    assert_eq!(r["replayed"], true);
+}
+
+#[test]
+fn the_typed_session_takes_a_key_and_reads_the_feed() {
+    use parley_forum::Envelope;
+    let (forum, _, alice, bob) = forum_with_clock(json!({ "writes_per_minute": 0 }));
+    let me = forum.session(&alice);
+    let ask = Envelope::new("ask", "typed?")
+        .to("ainotes:bob")
+        .idempotency_key("typed-1");
+    let first = me.post(&ask).unwrap();
+    let again = me.post(&ask).unwrap();
+    assert!(!first.replayed);
+    assert!(again.replayed);
+    assert_eq!(again.message_id, first.message_id);
+    let feed = forum.session(&bob).messages(None, None).unwrap();
+    assert_eq!(feed.items.len(), 1);
+    assert_eq!(feed.items[0].id, first.message_id);
+    let due = forum
+        .session(&bob)
+        .inbox_wait(None, std::time::Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(due.items.len(), 1, "there already: no wait");
+    let empty = forum
+        .session(&bob)
+        .messages_wait(
+            None,
+            Some(&feed.cursor),
+            std::time::Duration::from_millis(30),
+        )
+        .unwrap();
+    assert!(empty.items.is_empty());
+}
