@@ -1,165 +1,1240 @@
-//! Arbitrary bytes through the C entry points: whatever comes in, the result is
-//! one of the documented codes, never `PARLEY_PANIC`; out-parameters are written
-//! exactly when documented; every string handed out is JSON (or a token).
+//! Fuzzing the C entry points through their `extern "C"` functions, as a C host
+//! calls them: random byte strings (invalid UTF-8 included) passed as proper C
+//! strings, NULL in every pointer position, issued, revoked and random tokens,
+//! random and near-valid JSON, and every `uint32_t` as a result code. A case is a
+//! random sequence of calls on one forum, each checked against the contract of
+//! `include/parley.h`:
+//! - nothing panics or aborts: `PARLEY_PANIC` and `PARLEY_POISONED` never come
+//!   back, and every result is a code the function documents;
+//! - the first bad parameter, in parameter order, decides the code (NULL, then
+//!   UTF-8, then JSON, then the engine's own checks), and a revoked token is
+//!   revoked once;
+//! - out-parameters are written exactly when documented; every string handed
+//!   out is UTF-8 (JSON where documented) and is freed with `parley_string_free`;
+//! - `parley_last_error` is "" after `PARLEY_OK` and a message otherwise, only
+//!   functions that return a code change it, and `parley_last_error_copy` never
+//!   writes past its buffer;
+//! - a call that fails writes nothing to the forum, and a post that succeeds
+//!   writes (the threads and events seen by an observer change).
+//!
+//! Bounded by `PARLEY_FUZZ_CASES` (cases per target); deterministic unless
+//! `PARLEY_FUZZ_SEED` is set (a number, or `random`); a failure names its seed.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ::parley_forum::{Config, Reason, TokenSpec, OPERATIONS};
 use parley::*;
+use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{Config as RunConfig, RngSeed, TestCaseError, TestRunner};
+use serde_json::{json, Value};
 
-/// A C string from arbitrary bytes (cut at the first NUL, as C would see it).
-fn c_string(bytes: &[u8]) -> CString {
-    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-    CString::new(&bytes[..end]).expect("no interior NUL")
+// --- bounds and seeds -----------------------------------------------------------
+
+/// The seed of every run without `PARLEY_FUZZ_SEED`.
+const DEFAULT_SEED: u64 = 0x7061_726c_6579_0c01;
+
+/// The runner of one target: `PARLEY_FUZZ_CASES` cases (or `default_cases`), a
+/// seed derived from `PARLEY_FUZZ_SEED` (or [`DEFAULT_SEED`]) and the target's
+/// name, no regression files, and a bounded shrink.
+fn runner(target: &str, default_cases: u32) -> (TestRunner, u64) {
+    let cases = match std::env::var("PARLEY_FUZZ_CASES") {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("PARLEY_FUZZ_CASES must be a number, not {text:?}")),
+        Err(_) => default_cases,
+    };
+    let base = match std::env::var("PARLEY_FUZZ_SEED") {
+        Err(_) => DEFAULT_SEED,
+        Ok(text) if text == "random" => {
+            let mut bytes = [0u8; 8];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+                .expect("/dev/urandom");
+            u64::from_le_bytes(bytes)
+        }
+        Ok(text) => text.parse().unwrap_or_else(|_| {
+            panic!("PARLEY_FUZZ_SEED must be a number or `random`, not {text:?}")
+        }),
+    };
+    // FNV-1a of the name, so that targets draw different inputs from one seed.
+    let seed = target.bytes().fold(base ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    eprintln!("{target}: {cases} cases, PARLEY_FUZZ_SEED={base} (stream {seed:#x})");
+    let runner = TestRunner::new(RunConfig {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_time: 30_000,
+        ..RunConfig::default()
+    });
+    (runner, base)
 }
 
-/// Takes a string handed out by libparley, checks it is JSON, and frees it.
-fn take_json(out: *mut c_char) -> serde_json::Value {
-    assert!(!out.is_null());
+/// Runs `test` on `PARLEY_FUZZ_CASES` values of the strategy `make` builds.
+fn fuzz<S: Strategy>(
+    target: &str,
+    default_cases: u32,
+    make: impl FnOnce() -> S + Send,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError> + Sync,
+) where
+    S::Value: std::fmt::Debug,
+{
+    let (mut runner, seed) = runner(target, default_cases);
+    // Deeply nested strategies build their values on the stack, and a debug
+    // build's frames are large: the cases run on a thread with room for them.
+    let outcome = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(target.to_string())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || {
+                runner.run(&make(), &test).map_err(|e| e.to_string())
+            })
+            .expect("a fuzzing thread")
+            .join()
+    });
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(failure)) => panic!("{target} (PARLEY_FUZZ_SEED={seed}): {failure}"),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// The stack of a fuzzing thread.
+const STACK_BYTES: usize = 64 << 20;
+
+// --- inputs ---------------------------------------------------------------------
+
+/// A string parameter: NULL, or these bytes as a NUL-terminated C string.
+#[derive(Debug, Clone)]
+enum Text {
+    Null,
+    Bytes(Vec<u8>),
+}
+
+impl Text {
+    fn of(text: impl Into<Vec<u8>>) -> Text {
+        let mut bytes: Vec<u8> = text.into();
+        // A C string cannot hold a NUL: the NULs go, the rest is passed.
+        bytes.retain(|b| *b != 0);
+        Text::Bytes(bytes)
+    }
+
+    fn c(&self) -> Option<CString> {
+        match self {
+            Text::Null => None,
+            Text::Bytes(bytes) => Some(CString::new(bytes.clone()).expect("no NUL inside")),
+        }
+    }
+
+    fn utf8(&self) -> Option<&str> {
+        match self {
+            Text::Null => None,
+            Text::Bytes(bytes) => std::str::from_utf8(bytes).ok(),
+        }
+    }
+
+    fn json(&self) -> Option<Value> {
+        self.utf8().and_then(|text| serde_json::from_str(text).ok())
+    }
+}
+
+fn ptr_of(text: &Option<CString>) -> *const c_char {
+    text.as_ref().map_or(ptr::null(), |s| s.as_ptr())
+}
+
+/// Bytes a C host might pass: anything, text, and the ways UTF-8 goes wrong.
+fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    let broken = select(vec![
+        vec![0x80],                   // a lone continuation byte
+        vec![0xc0, 0xaf],             // an overlong '/'
+        vec![0xe2, 0x82],             // a sequence cut short
+        vec![0xed, 0xa0, 0x80],       // a surrogate
+        vec![0xf4, 0x90, 0x80, 0x80], // beyond U+10FFFF
+        vec![0xff, 0xfe],
+    ]);
+    prop_oneof![
+        3 => vec(any::<u8>(), 0..48),
+        3 => ".{0,24}".prop_map(String::into_bytes),
+        2 => ("[ -~]{0,12}", broken, "[ -~]{0,12}")
+            .prop_map(|(a, b, c)| [a.into_bytes(), b, c.into_bytes()].concat()),
+    ]
+}
+
+/// Any JSON value, nested a few levels.
+fn json_value() -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(|x| json!(x)),
+        select(vec![
+            "",
+            "1",
+            "th_1",
+            "msg_1",
+            "cl_1",
+            "ask",
+            "read",
+            "llm",
+            "human",
+            "ainotes:fuzz",
+            "dialectic",
+            "closed",
+            "2026-12-01T00:00:00.000Z",
+            "\u{0}",
+            "é",
+            "\u{feff}",
+        ])
+        .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..5).prop_map(Value::Array),
+            btree_map(key(), inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
+
+/// Object keys: the names the decoders know, and others.
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => select(vec![
+            "parley", "kind", "body", "thread", "parent", "from", "provenance", "to", "state",
+            "claim", "evidence", "supersedes", "valid_until", "id", "handle", "rights", "label",
+            "limits", "profiles", "durable", "clock", "realm", "since", "limit", "extension",
+        ])
+        .prop_map(String::from),
+        1 => ".{0,8}",
+    ]
+}
+
+const KINDS: [&str; 13] = [
+    "ask", "answer", "note", "propose", "object", "handoff", "decide", "mark", "reopen", "assert",
+    "attest", "refute", "verify",
+];
+
+/// An envelope that is valid, or nearly: right names, some wrong values.
+fn envelope() -> BoxedStrategy<Value> {
+    prop_oneof![valid_envelope(), near_envelope()].boxed()
+}
+
+/// An envelope the forum accepts when its thread exists and the turn allows it.
+fn valid_envelope() -> impl Strategy<Value = Value> {
+    (
+        select(vec![
+            "ask", "ask", "ask", "propose", "note", "answer", "object", "decide", "mark",
+        ]),
+        "[a-z]{1,8}( [a-z]{1,8}){0,4}",
+        1..4u64,
+        select(vec![
+            "answered", "decided", "closed", "deferred", "obsolete", "open",
+        ]),
+    )
+        .prop_map(|(kind, body, thread, state)| match kind {
+            "ask" => json!({ "kind": kind, "body": body }),
+            "mark" => json!({ "kind": kind, "body": body, "thread": thread, "state": state }),
+            _ => json!({ "kind": kind, "body": body, "thread": format!("th_{thread}") }),
+        })
+}
+
+fn near_envelope() -> impl Strategy<Value = Value> {
+    let id = |prefix: &'static str| {
+        prop_oneof![
+            2 => (1..4u64).prop_map(move |n| json!(format!("{prefix}{n}"))),
+            2 => (1..4u64).prop_map(Value::from),
+            1 => json_value(),
+        ]
+    };
+    let field = |key: &'static str, value: Value| (key.to_string(), value);
+    let extra = prop_oneof![
+        Just(field("to", json!("ainotes:fuzz"))),
+        select(vec![
+            "open", "answered", "decided", "closed", "deferred", "done"
+        ])
+        .prop_map(move |s| field("state", json!(s))),
+        id("cl_").prop_map(move |v| field("claim", v)),
+        Just(field(
+            "evidence",
+            json!([{ "kind": "url", "ref": "https://example.invalid/x" }])
+        )),
+        Just(field("valid_until", json!("2027-01-01T00:00:00.000Z"))),
+        Just(field("from", json!({ "extension": "worker-1" }))),
+        Just(field("provenance", json!({ "model": "m", "client": "c" }))),
+        Just(field("parley", json!("1"))),
+        (key(), json_value()),
+    ];
+    (
+        prop_oneof![6 => select(KINDS.to_vec()).prop_map(Value::from), 1 => json_value()],
+        prop_oneof![
+            3 => select(vec!["Which port?", "7878.", "Agreed.", " ", ""]).prop_map(Value::from),
+            3 => "[a-z]{1,8}( [a-z]{1,8}){0,3}".prop_map(Value::from),
+            1 => json_value(),
+        ],
+        proptest::option::of(id("th_")),
+        proptest::option::weighted(0.2, id("msg_")),
+        prop_oneof![2 => Just(Vec::new()), 1 => vec(extra, 1..3)],
+    )
+        .prop_map(|(kind, body, thread, parent, extra)| {
+            let mut envelope = json!({ "kind": kind, "body": body });
+            if let Some(thread) = thread {
+                envelope["thread"] = thread;
+            }
+            if let Some(parent) = parent {
+                envelope["parent"] = parent;
+            }
+            for (key, value) in extra {
+                envelope[key.as_str()] = value;
+            }
+            envelope
+        })
+}
+
+/// JSON text: a value, cut short, or not JSON at all.
+fn json_text(value: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Text> {
+    prop_oneof![
+        6 => value.prop_map(|v| Text::of(v.to_string())),
+        1 => (json_value(), any::<prop::sample::Index>()).prop_map(|(v, cut)| {
+            let text = v.to_string().into_bytes();
+            let at = cut.index(text.len() + 1);
+            Text::of(&text[..at])
+        }),
+        1 => bytes().prop_map(Text::of),
+        1 => Just(Text::Null),
+    ]
+    .boxed()
+}
+
+fn settings() -> impl Strategy<Value = Text> {
+    let near = (
+        proptest::option::of(select(vec!["ainotes", "lab", "Bad Realm", "human", ""])),
+        proptest::option::of(prop_oneof![
+            Just(json!(["dialectic"])),
+            Just(json!([])),
+            json_value()
+        ]),
+        proptest::option::of(prop_oneof![Just(json!(false)), json_value()]),
+        proptest::option::of(
+            (
+                select(vec![
+                    "body_max_chars",
+                    "page_max",
+                    "writes_per_minute",
+                    "pages",
+                ]),
+                prop_oneof![(0..600u64).prop_map(Value::from), json_value()],
+            )
+                .prop_map(|(k, v)| json!({ k: v })),
+        ),
+    )
+        .prop_map(|(realm, profiles, durable, limits)| {
+            let mut s = json!({});
+            if let Some(realm) = realm {
+                s["realm"] = json!(realm);
+            }
+            if let Some(profiles) = profiles {
+                s["profiles"] = profiles;
+            }
+            // On a file, keep opens quick: volatile unless the fuzzer says otherwise.
+            s["durable"] = durable.unwrap_or(json!(false));
+            if let Some(limits) = limits {
+                s["limits"] = limits;
+            }
+            s
+        });
+    json_text(prop_oneof![3 => near, 1 => json_value()])
+}
+
+fn spec() -> impl Strategy<Value = Text> {
+    let near = (
+        prop_oneof![
+            3 => "[a-z][a-z0-9]{0,6}".prop_map(Value::from),
+            1 => json_value()
+        ],
+        proptest::option::of(prop_oneof![
+            select(vec!["llm", "human", "LLM", "robot", ""]).prop_map(Value::from),
+            json_value()
+        ]),
+        proptest::option::of(prop_oneof![
+            vec(
+                select(vec!["read", "write", "lock", "verify", "fly"]).prop_map(Value::from),
+                0..4
+            )
+            .prop_map(Value::Array),
+            json_value()
+        ]),
+    )
+        .prop_map(|(handle, kind, rights)| {
+            let mut s = json!({ "handle": handle });
+            if let Some(kind) = kind {
+                s["kind"] = kind;
+            }
+            if let Some(rights) = rights {
+                s["rights"] = rights;
+            }
+            s
+        });
+    json_text(prop_oneof![3 => near, 1 => json_value()])
+}
+
+fn operation() -> impl Strategy<Value = Text> {
+    prop_oneof![
+        4 => Just(Text::of("post")),
+        6 => select(OPERATIONS.to_vec()).prop_map(Text::of),
+        1 => select(vec!["POST", "post ", "", "tools/call", "get_claim\t", "fly"]).prop_map(Text::of),
+        1 => bytes().prop_map(Text::of),
+        1 => Just(Text::Null),
+    ]
+}
+
+/// Arguments of a read: the names it knows, with good and bad values.
+fn read_args() -> impl Strategy<Value = Value> {
+    let pair = (
+        select(vec![
+            "thread",
+            "since",
+            "limit",
+            "claim",
+            "state",
+            "extension",
+        ]),
+        prop_oneof![
+            select(vec!["th_1", "cl_1", "open", "w-1", "x"]).prop_map(Value::from),
+            (0..300i64).prop_map(Value::from),
+            json_value()
+        ],
+    )
+        .prop_map(|(k, v)| json!({ k: v }));
+    prop_oneof![2 => Just(json!({})), 3 => pair, 1 => json_value()]
+}
+
+/// An operation and its arguments: an envelope for `post`, a read's arguments
+/// for the others (mostly), anything now and then.
+fn call() -> impl Strategy<Value = (Text, Text)> {
+    (
+        operation(),
+        json_text(envelope()),
+        json_text(read_args()),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(operation, envelope, read, swap)| {
+            let post = operation.utf8() == Some("post");
+            let args = if post != swap { envelope } else { read };
+            (operation, args)
+        })
+}
+
+/// An MCP message: a near-valid JSON-RPC request of either revision, or not.
+fn mcp_request() -> impl Strategy<Value = Text> {
+    let params = prop_oneof![
+        4 => (
+            prop_oneof![Just("post"), select(OPERATIONS.to_vec())],
+            envelope(),
+            read_args(),
+        )
+            .prop_map(|(name, envelope, read)| {
+                let arguments = if name == "post" { envelope } else { read };
+                json!({ "name": name, "arguments": arguments })
+            }),
+        1 => json_value(),
+    ];
+    let near = (
+        proptest::option::weighted(
+            0.85,
+            prop_oneof![
+                4 => any::<i64>().prop_map(Value::from),
+                2 => ".{0,6}".prop_map(Value::from),
+                1 => json_value()
+            ],
+        ),
+        prop_oneof![
+            6 => Just(json!("tools/call")),
+            4 => select(vec!["tools/list", "initialize", "ping", "server/discover",
+                             "notifications/initialized", "nope"]).prop_map(Value::from),
+            1 => json_value(),
+        ],
+        params,
+        any::<bool>(),
+        prop_oneof![9 => Just(json!("2.0")), 1 => json_value()],
+    )
+        .prop_map(|(id, method, params, modern, version)| {
+            let mut params = params;
+            if modern && params.is_object() {
+                params["_meta"] = json!({
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                });
+            }
+            if !modern && method == "initialize" && params.is_object() {
+                params["protocolVersion"] = json!("2025-11-25");
+            }
+            let mut message = json!({ "jsonrpc": version, "method": method, "params": params });
+            if let Some(id) = id {
+                message["id"] = id;
+            }
+            message
+        });
+    json_text(prop_oneof![4 => near, 1 => json_value()])
+}
+
+/// A token parameter.
+#[derive(Debug, Clone)]
+enum TokenArg {
+    Null,
+    /// One the forum issued (maybe revoked since), by index.
+    Issued(prop::sample::Index),
+    Random(Text),
+}
+
+fn token() -> impl Strategy<Value = TokenArg> {
+    prop_oneof![
+        8 => any::<prop::sample::Index>().prop_map(TokenArg::Issued),
+        1 => Just(TokenArg::Null),
+        1 => bytes().prop_map(|b| TokenArg::Random(Text::of(b))),
+        1 => "pt_[A-Za-z0-9_-]{0,43}".prop_map(|s| TokenArg::Random(Text::of(s))),
+    ]
+}
+
+/// A file name inside the case's scratch directory (never `.`, `..` or a path).
+#[derive(Debug, Clone)]
+enum PathArg {
+    Null,
+    Name(Vec<u8>),
+}
+
+fn path() -> impl Strategy<Value = PathArg> {
+    prop_oneof![
+        1 => Just(PathArg::Null),
+        2 => prop_oneof![2 => select(vec![b"a".to_vec(), b"b".to_vec()]), 1 => bytes()]
+            .prop_map(PathArg::Name),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Open {
+        path: PathArg,
+        settings: Text,
+        out: bool,
+    },
+    TokenCreate {
+        forum: bool,
+        spec: Text,
+        out: bool,
+    },
+    TokenRevoke {
+        forum: bool,
+        token: TokenArg,
+    },
+    Call {
+        forum: bool,
+        token: TokenArg,
+        operation: Text,
+        args: Text,
+        out: bool,
+    },
+    Mcp {
+        forum: bool,
+        token: TokenArg,
+        request: Text,
+        out: bool,
+    },
+    Manifest {
+        forum: bool,
+        out: bool,
+    },
+    Identities {
+        forum: bool,
+        out: bool,
+    },
+    Integrity {
+        path: PathArg,
+        out: bool,
+    },
+    ResultName(u32),
+    LastErrorCopy {
+        len: usize,
+        null_buf: bool,
+    },
+}
+
+/// `true` most of the time: a pointer that is given.
+fn given() -> impl Strategy<Value = bool> {
+    prop::bool::weighted(0.95)
+}
+
+fn op() -> BoxedStrategy<Op> {
+    prop_oneof![
+        8 => (given(), token(), call(), given()).prop_map(
+            |(forum, token, (operation, args), out)| Op::Call { forum, token, operation, args, out }
+        ),
+        3 => (given(), token(), mcp_request(), given())
+            .prop_map(|(forum, token, request, out)| Op::Mcp { forum, token, request, out }),
+        2 => (given(), spec(), given()).prop_map(|(forum, spec, out)| Op::TokenCreate { forum, spec, out }),
+        1 => (given(), token()).prop_map(|(forum, token)| Op::TokenRevoke { forum, token }),
+        1 => (path(), settings(), given()).prop_map(|(path, settings, out)| Op::Open { path, settings, out }),
+        1 => (path(), given()).prop_map(|(path, out)| Op::Integrity { path, out }),
+        1 => (given(), given(), any::<bool>()).prop_map(|(forum, out, which)| {
+            if which { Op::Manifest { forum, out } } else { Op::Identities { forum, out } }
+        }),
+        2 => prop_oneof![0..16u32, any::<u32>(), Just(u32::MAX), Just(1 << 31)].prop_map(Op::ResultName),
+        1 => (0..40usize, any::<bool>())
+            .prop_map(|(len, null)| Op::LastErrorCopy { len, null_buf: null && len == 0 }),
+    ]
+    .boxed()
+}
+
+// --- the model ------------------------------------------------------------------
+
+/// A pointer value no call may write unless told to.
+const SENTINEL: *mut c_char = 0x10 as *mut c_char;
+const FIXED_CLOCK: &str = "2026-11-30T12:00:00.000Z";
+
+fn name(code: parley_result) -> String {
+    name_of(code).map_or_else(|| format!("<{code}>"), |n| n.to_string_lossy().into_owned())
+}
+
+fn last_error() -> String {
+    // SAFETY: parley_last_error never returns NULL and the string lives until the
+    // next call on this thread.
+    unsafe { CStr::from_ptr(parley_last_error()) }
+        .to_str()
+        .expect("the last error is UTF-8")
+        .to_owned()
+}
+
+/// Takes a string handed out by libparley: UTF-8, then freed.
+fn take(out: *mut c_char) -> String {
+    assert!(!out.is_null() && out != SENTINEL);
     // SAFETY: libparley returned a NUL-terminated string that the caller owns.
     let text = unsafe { CStr::from_ptr(out) }
         .to_str()
         .expect("UTF-8 out")
         .to_owned();
-    // SAFETY: the string came from libparley and is freed once.
+    // SAFETY: freed once, as the header says.
     unsafe { parley_string_free(out) };
-    serde_json::from_str(&text).expect("JSON out")
+    text
 }
 
-struct Forum(*mut parley_forum, CString);
+fn take_json(out: *mut c_char) -> Value {
+    let text = take(out);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
 
-impl Forum {
-    fn new() -> Forum {
-        let mut forum = ptr::null_mut();
-        // SAFETY: valid out-parameter.
-        let rc = unsafe {
-            parley_forum_open(
-                ptr::null(),
-                c"{\"limits\":{\"writes_per_minute\":0}}".as_ptr(),
-                &mut forum,
-            )
+/// The checks a function makes on its parameters, in order; the first that fails
+/// gives the code.
+enum Param<'a> {
+    Pointer(bool),
+    OptStr(&'a Text),
+    Str(&'a Text),
+    OptJson(&'a Text),
+    Json(&'a Text),
+}
+
+fn first_failure(params: &[Param<'_>]) -> Option<parley_result> {
+    params.iter().find_map(|param| {
+        let (text, required, json) = match param {
+            Param::Pointer(given) => return (!given).then_some(PARLEY_NULL_PARAMETER),
+            Param::OptStr(t) => (*t, false, false),
+            Param::Str(t) => (*t, true, false),
+            Param::OptJson(t) => (*t, false, true),
+            Param::Json(t) => (*t, true, true),
         };
-        assert_eq!(rc, PARLEY_OK);
-        let mut token = ptr::null_mut();
-        // SAFETY: live handle, valid strings and out-parameter.
-        let rc =
-            unsafe { parley_token_create(forum, c"{\"handle\":\"fuzz\"}".as_ptr(), &mut token) };
-        assert_eq!(rc, PARLEY_OK);
-        // SAFETY: the token came from libparley; copied, then freed once.
-        let secret = unsafe { CStr::from_ptr(token) }.to_owned();
-        unsafe { parley_string_free(token) };
-        Forum(forum, secret)
+        match text {
+            Text::Null => required.then_some(PARLEY_NULL_PARAMETER),
+            Text::Bytes(_) if text.utf8().is_none() => Some(PARLEY_INVALID_UTF8),
+            Text::Bytes(_) if json && text.json().is_none() => Some(PARLEY_INVALID_JSON),
+            Text::Bytes(_) => None,
+        }
+    })
+}
+
+/// A scratch directory, removed with everything in it.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "parley-c-fuzz-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &[u8]) -> PathBuf {
+        let mut file = b"f_".to_vec();
+        file.extend(name.iter().filter(|b| **b != b'/' && **b != 0));
+        self.0.join(OsStr::from_bytes(&file))
     }
 }
 
-impl Drop for Forum {
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One case's forum and what the test knows about it.
+struct World {
+    forum: *mut parley_forum,
+    /// The operations the forum's manifest lists.
+    operations: Vec<String>,
+    /// Reads threads and events to see whether a call wrote; never revoked.
+    observer: CString,
+    /// Every token issued by the case, and whether it is still live.
+    tokens: Vec<(CString, bool)>,
+    scratch: Scratch,
+    /// Files a successful open created and closed again: forums, intact.
+    forums_on_disk: Vec<PathBuf>,
+}
+
+/// A limit of the case's forum set to an extreme, tiny or huge. `page_max` is
+/// only ever raised: the observer reads pages of 200.
+fn extreme_limit() -> impl Strategy<Value = Option<(&'static str, u64)>> {
+    let huge = prop_oneof![Just(u64::MAX), Just(1u64 << 40)];
+    prop::option::weighted(
+        0.3,
+        prop_oneof![
+            (
+                select(vec![
+                    "body_max_chars",
+                    "provenance_max_chars",
+                    "extension_max_chars",
+                    "thread_max_messages",
+                    "thread_max_depth",
+                    "evidence_max",
+                    "evidence_ref_max_chars",
+                    "supersedes_max",
+                    "request_max_bytes",
+                ]),
+                prop_oneof![1..4u64, huge.clone()],
+            ),
+            huge.prop_map(|n| ("page_max", n)),
+        ],
+    )
+}
+
+impl World {
+    fn new(dialectic: bool, extreme: Option<(&str, u64)>) -> World {
+        let mut limits = json!({ "writes_per_minute": 0 });
+        if let Some((name, value)) = extreme {
+            limits[name] = json!(value);
+        }
+        let settings = CString::new(
+            json!({
+                "clock": FIXED_CLOCK,
+                "durable": false,
+                "limits": limits,
+                "profiles": if dialectic { json!(["dialectic"]) } else { json!([]) },
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let mut forum = ptr::null_mut();
+        // SAFETY: NUL-terminated settings, valid out-parameter.
+        let rc = unsafe { parley_forum_open(ptr::null(), settings.as_ptr(), &mut forum) };
+        assert_eq!(rc, PARLEY_OK, "{}", last_error());
+        let mut json = ptr::null_mut();
+        // SAFETY: live handle, valid out-parameter.
+        let rc = unsafe { parley_forum_manifest(forum, &mut json) };
+        assert_eq!(rc, PARLEY_OK, "{}", last_error());
+        let operations = take_json(json)["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| op.as_str().unwrap().to_string())
+            .collect();
+        let mut world = World {
+            forum,
+            operations,
+            observer: CString::default(),
+            tokens: Vec::new(),
+            scratch: Scratch::new(),
+            forums_on_disk: Vec::new(),
+        };
+        world.observer = world.issue(r#"{"handle":"observer","rights":["read"]}"#);
+        for spec in [
+            r#"{"handle":"alice"}"#,
+            r#"{"handle":"bob","rights":["read","write","lock","verify"]}"#,
+            r#"{"handle":"ann","kind":"human"}"#,
+        ] {
+            let secret = world.issue(spec);
+            world.tokens.push((secret, true));
+        }
+        world
+    }
+
+    fn issue(&self, spec: &str) -> CString {
+        let spec = CString::new(spec).unwrap();
+        let mut token = ptr::null_mut();
+        // SAFETY: live handle, NUL-terminated spec, valid out-parameter.
+        let rc = unsafe { parley_token_create(self.forum, spec.as_ptr(), &mut token) };
+        assert_eq!(rc, PARLEY_OK, "{}", last_error());
+        CString::new(take(token)).unwrap()
+    }
+
+    fn forum(&self, given: bool) -> *mut parley_forum {
+        if given {
+            self.forum
+        } else {
+            ptr::null_mut()
+        }
+    }
+
+    /// The token parameter as C sees it, and as the checks see it.
+    fn token(&self, token: &TokenArg) -> (Option<CString>, Text, Option<usize>) {
+        match token {
+            TokenArg::Null => (None, Text::Null, None),
+            TokenArg::Issued(index) => {
+                let i = index.index(self.tokens.len());
+                let secret = self.tokens[i].0.clone();
+                let text = Text::of(secret.as_bytes());
+                (Some(secret), text, Some(i))
+            }
+            TokenArg::Random(text) => (text.c(), text.clone(), None),
+        }
+    }
+
+    /// What the observer sees of the forum's threads and events: any post changes it.
+    fn writes_seen(&self) -> (String, String) {
+        let read = |operation: &CStr, args: &CStr| {
+            let mut out = ptr::null_mut();
+            // SAFETY: live handle, NUL-terminated strings, valid out-parameter.
+            let rc = unsafe {
+                parley_call(
+                    self.forum,
+                    self.observer.as_ptr(),
+                    operation.as_ptr(),
+                    args.as_ptr(),
+                    &mut out,
+                )
+            };
+            assert_eq!(rc, PARLEY_OK, "{}", last_error());
+            take(out)
+        };
+        (
+            read(c"list_threads", c"{\"limit\":200}"),
+            read(c"get_events", c"{\"limit\":200}"),
+        )
+    }
+
+    fn live_tokens(&self) -> u64 {
+        1 + self.tokens.iter().filter(|t| t.1).count() as u64
+    }
+}
+
+impl Drop for World {
     fn drop(&mut self) {
         // SAFETY: the handle is live and freed once.
-        unsafe { parley_forum_free(self.0) };
+        unsafe { parley_forum_free(self.forum) };
     }
 }
 
-const SENTINEL: *mut c_char = 0x10 as *mut c_char;
-
-fn operation() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        Just(b"post".to_vec()),
-        Just(b"get_thread".to_vec()),
-        Just(b"get_inbox".to_vec()),
-        Just(b"get_claim".to_vec()),
-        proptest::collection::vec(any::<u8>(), 0..12),
-    ]
+/// The code is documented for the function, and the last error agrees with it.
+fn settle(what: &str, rc: parley_result, allowed: &[parley_result]) -> Result<(), TestCaseError> {
+    prop_assert!(is_code(rc), "{}: {} is no code", what, rc);
+    let message = last_error();
+    prop_assert!(
+        allowed.contains(&rc),
+        "{}: {} ({}), expected one of {:?}",
+        what,
+        name(rc),
+        message,
+        allowed.iter().map(|c| name(*c)).collect::<Vec<_>>()
+    );
+    if rc == PARLEY_OK {
+        prop_assert_eq!(message.as_str(), "", "{}: a message after PARLEY_OK", what);
+    } else {
+        prop_assert!(
+            !message.is_empty(),
+            "{}: {} without a message",
+            what,
+            name(rc)
+        );
+    }
+    // SAFETY: NULL with a length of 0 asks for the length only.
+    prop_assert_eq!(
+        unsafe { parley_last_error_copy(ptr::null_mut(), 0) },
+        message.len()
+    );
+    Ok(())
 }
 
-fn args() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..64),
-        "\\{\"kind\":\"(ask|note|answer|assert)\",\"body\":\"[a-z \u{e9}]{0,20}\"(,\"thread\":[0-9]{1,2})?\\}"
-            .prop_map(String::into_bytes),
-        "\\{\"(thread|since|limit|claim)\":(\"[a-z_0-9]{0,8}\"|-?[0-9]{1,3}|null|\\[\\])\\}".prop_map(String::into_bytes),
-    ]
+/// A refusal object as `parley_call` hands it out.
+fn check_refusal(refusal: &Value) -> Result<(), TestCaseError> {
+    let reason = refusal["reason"].as_str().unwrap_or_default();
+    let known = Reason::from_name(reason);
+    prop_assert!(
+        known.is_some(),
+        "refusal without a stable reason: {}",
+        refusal
+    );
+    let status = known.map(Reason::status).map(u64::from);
+    prop_assert_eq!(refusal["status"].as_u64(), status, "{}", refusal);
+    prop_assert!(refusal["message"].is_string(), "{}", refusal);
+    Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
-    #[test]
-    fn call_never_panics(op in operation(), args in args(), with_token in any::<bool>()) {
-        let forum = Forum::new();
-        let op = c_string(&op);
-        let args = c_string(&args);
-        let token = if with_token { forum.1.as_ptr() } else { ptr::null() };
-        let mut out = SENTINEL;
-        // SAFETY: live handle, NUL-terminated strings, valid out-parameter.
-        let rc = unsafe { parley_call(forum.0, token, op.as_ptr(), args.as_ptr(), &mut out) };
-        match rc {
-            PARLEY_OK => { take_json(out); }
-            PARLEY_REFUSED => {
-                let refusal = take_json(out);
-                prop_assert!(refusal["reason"].is_string());
-                prop_assert!(refusal["status"].is_u64());
-            }
-            PARLEY_INVALID_UTF8
-            | PARLEY_INVALID_JSON
-            | PARLEY_UNKNOWN_OPERATION => prop_assert_eq!(out, SENTINEL),
-            other => prop_assert!(false, "unexpected {:?}", other),
-        }
-    }
-
-    #[test]
-    fn mcp_always_answers_in_the_protocol(request in proptest::collection::vec(any::<u8>(), 0..96)) {
-        let forum = Forum::new();
-        let request = c_string(&request);
-        let mut out = SENTINEL;
-        // SAFETY: live handle, NUL-terminated strings, valid out-parameter.
-        let rc = unsafe { parley_mcp_handle(forum.0, forum.1.as_ptr(), request.as_ptr(), &mut out) };
-        match rc {
-            PARLEY_OK => {
-                prop_assert_ne!(out, SENTINEL);
-                if !out.is_null() {
-                    let response = take_json(out);
-                    prop_assert_eq!(&response["jsonrpc"], "2.0");
-                }
-            }
-            PARLEY_INVALID_UTF8 => prop_assert_eq!(out, SENTINEL),
-            other => prop_assert!(false, "unexpected {:?}", other),
-        }
-    }
-
-    #[test]
-    fn settings_and_specs_never_panic(settings in args(), spec in args()) {
-        let settings = c_string(&settings);
-        let spec = c_string(&spec);
-        let mut forum = ptr::null_mut();
-        // SAFETY: NUL-terminated strings, valid out-parameter.
-        let rc = unsafe { parley_forum_open(ptr::null(), settings.as_ptr(), &mut forum) };
-        prop_assert!(matches!(
-            rc,
-            PARLEY_OK
-                | PARLEY_INVALID_UTF8
-                | PARLEY_INVALID_JSON
-                | PARLEY_INVALID_ARGUMENT
-        ), "{:?}", rc);
-        prop_assert_eq!(forum.is_null(), rc != PARLEY_OK);
-        if rc == PARLEY_OK {
-            let mut token = SENTINEL;
-            // SAFETY: live handle, NUL-terminated string, valid out-parameter.
-            let rc = unsafe { parley_token_create(forum, spec.as_ptr(), &mut token) };
-            prop_assert!(matches!(
-                rc,
-                PARLEY_OK
-                    | PARLEY_INVALID_UTF8
-                    | PARLEY_INVALID_JSON
-                    | PARLEY_INVALID_ARGUMENT
-            ), "{:?}", rc);
-            prop_assert_eq!(token == SENTINEL, rc != PARLEY_OK);
+fn step(world: &mut World, op: &Op) -> Result<(), TestCaseError> {
+    match op {
+        Op::Open {
+            path,
+            settings,
+            out,
+        } => {
+            let file = match path {
+                PathArg::Null => None,
+                PathArg::Name(name) => Some(world.scratch.path(name)),
+            };
+            let c_path = file
+                .as_ref()
+                .map(|p| CString::new(p.as_os_str().as_bytes()).unwrap());
+            let c_settings = settings.c();
+            let mut handle = SENTINEL.cast::<parley_forum>();
+            let out_ptr: *mut *mut parley_forum = if *out { &mut handle } else { ptr::null_mut() };
+            let existed = file.as_deref().is_some_and(Path::exists);
+            // SAFETY: NULL or NUL-terminated strings; NULL or a valid out-parameter.
+            let rc = unsafe { parley_forum_open(ptr_of(&c_path), ptr_of(&c_settings), out_ptr) };
+            let expected: Vec<parley_result> =
+                match first_failure(&[Param::Pointer(*out), Param::OptJson(settings)]) {
+                    Some(code) => vec![code],
+                    None => match settings.json().map(|v| Config::from_json(&v)) {
+                        Some(Err(_)) => vec![PARLEY_INVALID_ARGUMENT],
+                        _ if file.is_none() => vec![PARLEY_OK],
+                        _ if existed && !world.forums_on_disk.contains(file.as_ref().unwrap()) => {
+                            vec![PARLEY_STORAGE, PARLEY_NOT_A_FORUM]
+                        }
+                        _ => vec![PARLEY_OK],
+                    },
+                };
+            settle("parley_forum_open", rc, &expected)?;
             if rc == PARLEY_OK {
-                // SAFETY: the token came from libparley and is freed once.
-                unsafe { parley_string_free(token) };
+                prop_assert!(!handle.is_null() && handle != SENTINEL.cast());
+                // SAFETY: a new handle, freed once.
+                unsafe { parley_forum_free(handle) };
+                if let Some(file) = file {
+                    if !world.forums_on_disk.contains(&file) {
+                        world.forums_on_disk.push(file);
+                    }
+                }
+            } else {
+                prop_assert_eq!(handle, SENTINEL.cast::<parley_forum>());
             }
-            // SAFETY: the handle is live and freed once.
-            unsafe { parley_forum_free(forum) };
+        }
+        Op::Integrity { path, out } => {
+            let file = match path {
+                PathArg::Null => None,
+                PathArg::Name(name) => Some(world.scratch.path(name)),
+            };
+            let c_path = file
+                .as_ref()
+                .map(|p| CString::new(p.as_os_str().as_bytes()).unwrap());
+            let mut byte = 0x55u8;
+            let out_ptr: *mut bool = if *out {
+                (&mut byte as *mut u8).cast()
+            } else {
+                ptr::null_mut()
+            };
+            // SAFETY: NULL or a NUL-terminated path; NULL or one writable byte.
+            let rc = unsafe { parley_check_integrity(ptr_of(&c_path), out_ptr) };
+            let expected = match (out, &file) {
+                (false, _) | (true, None) => vec![PARLEY_NULL_PARAMETER],
+                (true, Some(f)) if world.forums_on_disk.contains(f) => vec![PARLEY_OK],
+                (true, Some(f)) if !f.exists() => vec![PARLEY_STORAGE],
+                (true, Some(_)) => vec![PARLEY_STORAGE, PARLEY_NOT_A_FORUM],
+            };
+            settle("parley_check_integrity", rc, &expected)?;
+            if rc == PARLEY_OK {
+                prop_assert_eq!(byte, 1, "a closed forum is intact");
+            } else {
+                prop_assert_eq!(byte, 0x55);
+            }
+        }
+        Op::TokenCreate { forum, spec, out } => {
+            let c_spec = spec.c();
+            let mut token = SENTINEL;
+            let out_ptr: *mut *mut c_char = if *out { &mut token } else { ptr::null_mut() };
+            // SAFETY: NULL or the live handle; NULL or a NUL-terminated string;
+            // NULL or a valid out-parameter.
+            let rc = unsafe { parley_token_create(world.forum(*forum), ptr_of(&c_spec), out_ptr) };
+            let expected = match first_failure(&[
+                Param::Pointer(*forum),
+                Param::Pointer(*out),
+                Param::Json(spec),
+            ]) {
+                Some(code) => vec![code],
+                None => match TokenSpec::from_json(&spec.json().unwrap()) {
+                    Err(_) => vec![PARLEY_INVALID_ARGUMENT],
+                    Ok(_) => vec![PARLEY_OK, PARLEY_INVALID_ARGUMENT],
+                },
+            };
+            settle("parley_token_create", rc, &expected)?;
+            if rc == PARLEY_OK {
+                let secret = take(token);
+                prop_assert!(secret.starts_with("pt_"), "{}", secret);
+                world.tokens.push((CString::new(secret).unwrap(), true));
+            } else {
+                prop_assert_eq!(token, SENTINEL);
+            }
+        }
+        Op::TokenRevoke { forum, token } => {
+            let (c_token, text, issued) = world.token(token);
+            // SAFETY: NULL or the live handle; NULL or a NUL-terminated string.
+            let rc = unsafe { parley_token_revoke(world.forum(*forum), ptr_of(&c_token)) };
+            let expected = match first_failure(&[Param::Pointer(*forum), Param::Str(&text)]) {
+                Some(code) => code,
+                None => match issued {
+                    Some(i) if world.tokens[i].1 => PARLEY_OK,
+                    _ => PARLEY_INVALID_ARGUMENT,
+                },
+            };
+            settle("parley_token_revoke", rc, &[expected])?;
+            if let (PARLEY_OK, Some(i)) = (rc, issued) {
+                world.tokens[i].1 = false;
+            }
+        }
+        Op::Call {
+            forum,
+            token,
+            operation,
+            args,
+            out,
+        } => {
+            let (c_token, token_text, _) = world.token(token);
+            let c_operation = operation.c();
+            let c_args = args.c();
+            let mut result = SENTINEL;
+            let out_ptr: *mut *mut c_char = if *out { &mut result } else { ptr::null_mut() };
+            let before = world.writes_seen();
+            // SAFETY: NULL or the live handle; NULL or NUL-terminated strings; NULL
+            // or a valid out-parameter.
+            let rc = unsafe {
+                parley_call(
+                    world.forum(*forum),
+                    ptr_of(&c_token),
+                    ptr_of(&c_operation),
+                    ptr_of(&c_args),
+                    out_ptr,
+                )
+            };
+            let expected = match first_failure(&[
+                Param::Pointer(*forum),
+                Param::Pointer(*out),
+                Param::OptStr(&token_text),
+                Param::Str(operation),
+                Param::OptJson(args),
+            ]) {
+                Some(code) => vec![code],
+                None => {
+                    // Arguments that are not an object are refused for every
+                    // operation of the protocol, offered by this forum or not.
+                    let op = operation.utf8().unwrap();
+                    let object = args.json().is_none_or(|v| v.is_null() || v.is_object());
+                    let offered = world.operations.iter().any(|o| o == op);
+                    if offered || (!object && OPERATIONS.contains(&op)) {
+                        vec![PARLEY_OK, PARLEY_REFUSED]
+                    } else {
+                        vec![PARLEY_UNKNOWN_OPERATION]
+                    }
+                }
+            };
+            settle("parley_call", rc, &expected)?;
+            match rc {
+                PARLEY_OK => {
+                    take_json(result);
+                }
+                PARLEY_REFUSED => check_refusal(&take_json(result))?,
+                _ => prop_assert_eq!(result, SENTINEL),
+            }
+            let wrote = world.writes_seen() != before;
+            let posted = rc == PARLEY_OK && operation.utf8() == Some("post");
+            prop_assert_eq!(wrote, posted, "a write exactly when a post succeeds");
+        }
+        Op::Mcp {
+            forum,
+            token,
+            request,
+            out,
+        } => {
+            let (c_token, token_text, _) = world.token(token);
+            let c_request = request.c();
+            let mut response = SENTINEL;
+            let out_ptr: *mut *mut c_char = if *out { &mut response } else { ptr::null_mut() };
+            let before = world.writes_seen();
+            // SAFETY: NULL or the live handle; NULL or NUL-terminated strings; NULL
+            // or a valid out-parameter.
+            let rc = unsafe {
+                parley_mcp_handle(
+                    world.forum(*forum),
+                    ptr_of(&c_token),
+                    ptr_of(&c_request),
+                    out_ptr,
+                )
+            };
+            let expected = first_failure(&[
+                Param::Pointer(*forum),
+                Param::Pointer(*out),
+                Param::OptStr(&token_text),
+                Param::Str(request),
+            ])
+            .unwrap_or(PARLEY_OK);
+            settle("parley_mcp_handle", rc, &[expected])?;
+            let mut posted = false;
+            if rc == PARLEY_OK {
+                prop_assert_ne!(response, SENTINEL);
+                if !response.is_null() {
+                    let response = take_json(response);
+                    prop_assert_eq!(&response["jsonrpc"], "2.0", "{}", response);
+                    prop_assert!(response.get("id").is_some(), "{}", response);
+                    prop_assert!(
+                        response.get("result").is_some() != response.get("error").is_some(),
+                        "exactly one of result and error: {}",
+                        response
+                    );
+                    let sent = request.json().unwrap_or_default();
+                    posted = sent["method"] == "tools/call"
+                        && sent["params"]["name"] == "post"
+                        && response["result"]["isError"] == false;
+                    if response["result"]["isError"] == true {
+                        check_refusal(&response["result"]["structuredContent"]["error"])?;
+                    }
+                }
+            } else {
+                prop_assert_eq!(response, SENTINEL);
+            }
+            let wrote = world.writes_seen() != before;
+            prop_assert_eq!(wrote, posted, "a write exactly when a post succeeds");
+        }
+        Op::Manifest { forum, out } | Op::Identities { forum, out } => {
+            let manifest = matches!(op, Op::Manifest { .. });
+            let mut json = SENTINEL;
+            let out_ptr: *mut *mut c_char = if *out { &mut json } else { ptr::null_mut() };
+            // SAFETY: NULL or the live handle; NULL or a valid out-parameter.
+            let rc = unsafe {
+                if manifest {
+                    parley_forum_manifest(world.forum(*forum), out_ptr)
+                } else {
+                    parley_forum_identities(world.forum(*forum), out_ptr)
+                }
+            };
+            let expected =
+                first_failure(&[Param::Pointer(*forum), Param::Pointer(*out)]).unwrap_or(PARLEY_OK);
+            settle("parley_forum_manifest/identities", rc, &[expected])?;
+            if rc != PARLEY_OK {
+                prop_assert_eq!(json, SENTINEL);
+            } else if manifest {
+                prop_assert_eq!(&take_json(json)["parley"], "1");
+            } else {
+                let list = take_json(json);
+                let active: u64 = list
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["active_tokens"].as_u64().unwrap())
+                    .sum();
+                prop_assert_eq!(active, world.live_tokens(), "{}", list);
+            }
+        }
+        Op::ResultName(code) => {
+            let before = last_error();
+            let name = parley_result_name(*code);
+            prop_assert!(!name.is_null());
+            // SAFETY: a static NUL-terminated string.
+            let text = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
+            if is_code(*code) {
+                prop_assert!(text.starts_with("PARLEY_") && text != "PARLEY_UNKNOWN_RESULT");
+            } else {
+                prop_assert_eq!(text, "PARLEY_UNKNOWN_RESULT");
+                prop_assert_eq!(name, parley_result_name(u32::MAX), "one static string");
+            }
+            // SAFETY: as above.
+            let version = unsafe { CStr::from_ptr(parley_version()) };
+            prop_assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+            // SAFETY: NULL is a no-op for both.
+            unsafe {
+                parley_string_free(ptr::null_mut());
+                parley_forum_free(ptr::null_mut());
+            }
+            prop_assert_eq!(last_error(), before, "only code-returning calls set it");
+        }
+        Op::LastErrorCopy { len, null_buf } => {
+            let message = last_error();
+            let mut buf = vec![0x55u8; len + 8];
+            let ptr: *mut c_char = if *null_buf {
+                ptr::null_mut()
+            } else {
+                buf.as_mut_ptr().cast()
+            };
+            // SAFETY: `buf` has `len` (and more) writable bytes, or is NULL with 0.
+            let full = unsafe { parley_last_error_copy(ptr, *len) };
+            prop_assert_eq!(full, message.len());
+            if *len > 0 {
+                let n = message.len().min(len - 1);
+                prop_assert_eq!(&buf[..n], &message.as_bytes()[..n]);
+                prop_assert_eq!(buf[n], 0);
+                prop_assert!(
+                    buf[n + 1..].iter().all(|b| *b == 0x55),
+                    "wrote past the NUL"
+                );
+            } else {
+                prop_assert!(buf.iter().all(|b| *b == 0x55), "wrote with a length of 0");
+            }
+            prop_assert_eq!(last_error(), message);
         }
     }
+    Ok(())
+}
+
+#[test]
+fn entry_points_keep_their_contract() {
+    fuzz(
+        "entry_points_keep_their_contract",
+        128,
+        || (any::<bool>(), extreme_limit(), vec(op(), 1..24)),
+        |(dialectic, extreme, ops)| {
+            let mut world = World::new(dialectic, extreme);
+            for (i, op) in ops.iter().enumerate() {
+                step(&mut world, op).map_err(|e| TestCaseError::fail(format!("step {i}: {e}")))?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Every `uint32_t` class C can hand to `parley_result_name`: the codes, the
+/// values next to them, and any other.
+#[test]
+fn every_result_code_value_is_named_or_unknown() {
+    fuzz(
+        "every_result_code_value_is_named_or_unknown",
+        2048,
+        || prop_oneof![0..64u32, any::<u32>(), (u32::MAX - 64)..=u32::MAX],
+        |code| {
+            let name = parley_result_name(code);
+            prop_assert!(!name.is_null());
+            // SAFETY: a static NUL-terminated string.
+            let text = unsafe { CStr::from_ptr(name) }.to_str().unwrap();
+            match name_of(code) {
+                Some(known) => prop_assert_eq!(text, known.to_str().unwrap()),
+                None => prop_assert_eq!(text, "PARLEY_UNKNOWN_RESULT"),
+            }
+            // The codes are dense from 0: appended, never skipped.
+            if is_code(code) {
+                prop_assert!((0..code).all(is_code), "a gap below {}", code);
+            }
+            Ok(())
+        },
+    );
 }

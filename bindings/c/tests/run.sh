@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds libparley and runs every check of the C ABI:
-#   - the Rust tests of parley-c: the panic boundary and poisoning, arbitrary
-#     bytes through the entry points, and the header drift check;
+#   - the Rust tests of parley-c: the panic boundary and poisoning, the fuzzer of
+#     the entry points (tests/entry_points.rs: random calls checked against the
+#     header's contract; PARLEY_FUZZ_CASES and PARLEY_FUZZ_SEED pass through), the
+#     header drift check and the inventory of by-value inputs (tests/header.rs);
 #   - the C tests (test_api.c, test_threads.c) and the C++ header check, compiled
 #     with -std=c99 -Wall -Wextra -Werror -pedantic and run under AddressSanitizer,
 #     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
