@@ -9,11 +9,14 @@ Four scripted agents (deterministic, no model needed) share one forum:
   proposes a decision;
 * ``mod`` holds the ``lock`` right and confirms the closing of decided threads.
 
-Each round, every agent observes the forum through a tool call (its inbox, or for the
-moderator the event feed) and answers with tool calls of its own. The loop executes
-them with ``Session.dispatch``, exactly as it would execute a language model's tool
-calls, and feeds refusals back as readable errors. It stops when the thread is
-decided and closed (confirmed, hence locked).
+Each agent runs in a thread of its own and waits for its turn instead of polling: it
+observes the forum through a tool call that waits (its inbox, or for the moderator
+the event feed, with ``wait_ms`` and the ``since`` cursor of its last observation,
+as the tool descriptions tell a model to), and answers with tool calls of its own.
+The loop executes them with ``Session.dispatch``, exactly as it would execute a
+language model's tool calls, and feeds refusals back as readable errors. It stops
+when the thread is decided and closed (confirmed, hence locked): the moderator is
+then done, and ``Forum.end_waits`` lets the others return from their waits.
 
 Run it with ``python examples/python/agents.py`` (add ``--db forum.redb`` to keep the
 forum in a file).
@@ -23,19 +26,40 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from typing import Any, Dict, List, Optional
 
 import parley
 
 ToolCall = Dict[str, Any]
-MAX_ROUNDS = 10
+# How long one observation may wait for something new, in milliseconds.
+WAIT_MS = 5_000
+# How long the whole conversation may take before the run gives up, in seconds.
+TIMEOUT_S = 60.0
 
 
 class Policy:
     """What a model would do: look at an observation, return tool calls."""
 
+    observation_tool = "get_inbox"
+
+    def __init__(self) -> None:
+        self.cursor: Optional[str] = None
+        self.done = False
+
+    def start(self) -> List[ToolCall]:
+        """Tool calls to make before the first observation."""
+        return []
+
     def observe(self) -> ToolCall:
-        return {"name": "get_inbox", "arguments": {}}
+        """A read that waits for what is new since the last observation."""
+        arguments: Dict[str, Any] = {"wait_ms": WAIT_MS}
+        if self.cursor is not None:
+            arguments["since"] = self.cursor
+        return {"name": self.observation_tool, "arguments": arguments}
+
+    def seen(self, observation: Dict[str, Any]) -> None:
+        self.cursor = observation.get("cursor", self.cursor)
 
     def act(self, observation: Dict[str, Any]) -> List[ToolCall]:
         return [self.react(item) for item in observation.get("items", []) if self.wants(item)]
@@ -53,13 +77,13 @@ def post(**envelope: Any) -> ToolCall:
 
 class Asker(Policy):
     def __init__(self) -> None:
-        self.asked = False
+        super().__init__()
         self.handed_off = False
 
+    def start(self) -> List[ToolCall]:
+        return [post(kind="ask", body="Which port should the dev server listen on?")]
+
     def act(self, observation: Dict[str, Any]) -> List[ToolCall]:
-        if not self.asked:
-            self.asked = True
-            return [post(kind="ask", body="Which port should the dev server listen on?")]
         calls: List[ToolCall] = []
         for item in observation.get("items", []):
             message, thread = item["message"], item["thread"]["id"]
@@ -111,22 +135,18 @@ class Reviewer(Policy):
 
 
 class Moderator(Policy):
-    """Watches the event feed and confirms proposed closings."""
+    """Watches the event feed and confirms a proposed closing; then it is done."""
 
-    def __init__(self) -> None:
-        self.cursor: Optional[str] = None
-
-    def observe(self) -> ToolCall:
-        arguments = {} if self.cursor is None else {"since": self.cursor}
-        return {"name": "get_events", "arguments": arguments}
+    observation_tool = "get_events"
 
     def act(self, observation: Dict[str, Any]) -> List[ToolCall]:
-        self.cursor = observation.get("cursor", self.cursor)
-        return [
+        calls = [
             post(kind="mark", thread=event["thread"], state="closed", body="Confirmed: closed.")
             for event in observation.get("items", [])
             if event["type"] == "transition" and event["to_state"] == "closed" and not event["confirmed"]
         ]
+        self.done = self.done or bool(calls)
+        return calls
 
 
 def summary(call: ToolCall, result: Dict[str, Any]) -> str:
@@ -140,8 +160,41 @@ def summary(call: ToolCall, result: Dict[str, Any]) -> str:
     return f"{message['kind']:<7} {message['id']:<6} in {thread['id']}: {state}"
 
 
+class Agent(threading.Thread):
+    """One agent's loop: observe (waiting for its turn), act, repeat until done."""
+
+    def __init__(self, name: str, policy: Policy, session: parley.Session, out: Any, floor: threading.Lock) -> None:
+        super().__init__(name=name, daemon=True)
+        self.policy = policy
+        self.session = session
+        self.out = out
+        self.floor = floor
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> None:
+        try:
+            self.execute(self.policy.start())
+            forum = self.session.forum
+            while not self.policy.done and not forum.waits_ended:
+                seen = self.policy.observe()
+                observation = self.session.dispatch(seen["name"], seen["arguments"])
+                self.policy.seen(observation)
+                self.execute(self.policy.act(observation))
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+
+    def execute(self, calls: List[ToolCall]) -> None:
+        for call in calls:
+            # One agent has the floor at a time, so a post and its line are printed
+            # before any agent it woke can answer: the transcript reads in order.
+            with self.floor:
+                result = self.session.dispatch(call["name"], call["arguments"])
+                print(f"{self.name:<5}  {summary(call, result)}", file=self.out)
+
+
 def run(db: Optional[str], out: Any = sys.stdout) -> Dict[str, Any]:
     """Runs the agents until the thread is decided and closed; returns the thread."""
+    floor = threading.Lock()
     with parley.Forum(db, clock="2026-11-30T12:00:00.000Z") as forum:
         policies: Dict[str, Policy] = {
             "alice": Asker(),
@@ -155,24 +208,29 @@ def run(db: Optional[str], out: Any = sys.stdout) -> Dict[str, Any]:
             "carol": forum.session(forum.create_token("carol", label="Carol")),
             "mod": forum.session(forum.create_token("mod", rights=("read", "write", "lock"), label="Moderator")),
         }
-        for round_number in range(1, MAX_ROUNDS + 1):
-            for name, policy in policies.items():
-                session = sessions[name]
-                seen = policy.observe()
-                observation = session.dispatch(seen["name"], seen["arguments"])
-                for call in policy.act(observation):
-                    result = session.dispatch(call["name"], call["arguments"])
-                    print(f"round {round_number}  {name:<5}  {summary(call, result)}", file=out)
-            threads = sessions["mod"].threads()["items"]
-            if threads and all(t["state"] == "closed" and t["locked"] for t in threads):
-                thread = sessions["mod"].thread(threads[0]["id"])
-                print(
-                    f"{thread['thread']['id']} is decided and closed (locked, {thread['thread']['state_label']}) "
-                    f"after {round_number} rounds and {thread['thread']['message_count']} messages",
-                    file=out,
-                )
-                return thread
-        raise RuntimeError(f"the thread was not closed within {MAX_ROUNDS} rounds")
+        # The listeners first, so the question finds them waiting.
+        agents = {name: Agent(name, policies[name], sessions[name], out, floor) for name in ("bob", "carol", "mod", "alice")}
+        for agent in agents.values():
+            agent.start()
+        agents["mod"].join(TIMEOUT_S)
+        # The moderator is done (or time is up): end the other agents' waits.
+        forum.end_waits()
+        for agent in agents.values():
+            agent.join(TIMEOUT_S)
+        for agent in agents.values():
+            if agent.error is not None:
+                raise RuntimeError(f"agent {agent.name} failed") from agent.error
+        if any(agent.is_alive() for agent in agents.values()) or not policies["mod"].done:
+            raise RuntimeError(f"the thread was not closed within {TIMEOUT_S:g} seconds")
+        threads = sessions["mod"].threads()["items"]
+        thread = sessions["mod"].thread(threads[0]["id"])
+        view = thread["thread"]
+        print(
+            f"{view['id']} is decided and closed (locked, {view['state_label']}) "
+            f"with {view['message_count']} messages",
+            file=out,
+        )
+        return thread
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ Open a forum, issue tokens, and let each agent speak through a session::
 
 Every operation is also reachable as ``forum.call(token, operation, args)``, the
 MCP handler as ``forum.mcp(token, request)``, and the asyncio API in :mod:`parley.aio`.
+Reads can wait for what is new (``session.inbox(wait=30)``), and
+``for item in session.feed("inbox")`` hands over each item as it arrives.
 """
 
 from ._errors import (
@@ -28,6 +30,7 @@ from ._errors import (
     StorageError,
     Unauthorized,
 )
+from ._feed import Feed
 from ._forum import Forum
 from ._parley import OPERATIONS, REASONS, VERSION, check_integrity
 from ._session import Session
@@ -37,6 +40,7 @@ __version__ = VERSION
 __all__ = [
     "Forum",
     "Session",
+    "Feed",
     "OPERATIONS",
     "REASONS",
     "VERSION",

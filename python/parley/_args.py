@@ -8,6 +8,7 @@ the engine's to refuse, so every binding gives the same refusal for them.
 from __future__ import annotations
 
 import datetime
+import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 Id = Union[str, int]
@@ -136,3 +137,48 @@ def envelope(
 def read_args(**fields: Any) -> Dict[str, Any]:
     """The arguments of a read operation, without the ones left at ``None``."""
     return {key: value for key, value in fields.items() if value is not None}
+
+
+WAITING_READS = ("get_inbox", "get_events", "get_messages", "list_threads")
+"""The reads that take ``wait_ms`` with the listen profile (SPEC §14.2), as the
+manifest lists them under ``profiles.listen.operations``."""
+
+_MS_BOUND = 2**63 - 1
+
+
+def wait_ms(value: object) -> Optional[int]:
+    """``wait`` in seconds (an int or a float, or ``None``) as the engine's ``wait_ms``.
+
+    The range (0 to the ``wait_max_ms`` limit) is the engine's to check, so a wait out
+    of range is the same ``invalid_argument`` refusal in every binding.
+    """
+    if value is None:
+        return None
+    check("wait", value, (int, float), "a number of seconds (int or float)")
+    assert isinstance(value, (int, float))
+    if not math.isfinite(value):
+        raise ValueError(f"wait must be a finite number of seconds, not {value!r}")
+    ms = value * 1000 if isinstance(value, int) else round(value * 1000)
+    return max(-_MS_BOUND, min(_MS_BOUND, ms))
+
+
+def reads(
+    *,
+    thread: Optional[object] = None,
+    state: Optional[object] = None,
+    since: Optional[object] = None,
+    extension: Optional[str] = None,
+    limit: Optional[object] = None,
+    wait: Optional[object] = None,
+) -> Dict[str, Any]:
+    """The checked arguments of a read: ``wait`` (seconds) becomes ``wait_ms``."""
+    check_opt_id("thread", thread)
+    check_opt_str("state", state)
+    check_opt_str("since", since)
+    check_opt_limit(limit)
+    return read_args(thread=thread, state=state, since=since, extension=extension, limit=limit, wait_ms=wait_ms(wait))
+
+
+def has_items(result: Mapping[str, Any]) -> bool:
+    """Whether a read's page holds at least one item."""
+    return bool(result.get("items"))

@@ -20,7 +20,8 @@ REASONS: List[Dict[str, Any]]
 def check_integrity(path: Union[str, "os.PathLike[str]"]) -> bool:
     """Checks a forum file that no one holds open; ``True`` when it is sound.
 
-    Raises :class:`parley.StorageError` when the file cannot be opened.
+    Raises :class:`parley.StorageError` when the file cannot be opened and
+    :class:`parley.NotAForumError` for a file that is not a forum.
     """
 
 @disjoint_base
@@ -29,7 +30,9 @@ class Forum:
 
     Creates the file when it does not exist. ``realm`` names agent identities
     (``<realm>:<handle>``); ``limits`` overrides limits of SPEC §9 by name;
-    ``profiles=()`` switches the dialectic profile off; ``durable=False`` skips the
+    ``profiles`` lists the profiles switched on, by default ``dialectic`` (claims,
+    SPEC §10) and ``listen`` (reads that wait, §14.2): a profile not listed is off,
+    so ``profiles=()`` switches both off; ``durable=False`` skips the
     fsync after each post; ``clock`` fixes the time (an RFC 3339 string or an aware
     datetime), for deterministic tests.
 
@@ -46,7 +49,7 @@ class Forum:
         *,
         realm: str = "ainotes",
         limits: Optional[Mapping[str, int]] = None,
-        profiles: Sequence[str] = ["dialectic"],
+        profiles: Sequence[str] = ["dialectic", "listen"],
         durable: bool = True,
         clock: Union[str, datetime.datetime, None] = None,
     ) -> "Forum": ...
@@ -62,11 +65,26 @@ class Forum:
     @property
     def limits(self) -> Dict[str, int]:
         """The limits in force, by name (as in the manifest)."""
+    @property
+    def waits_ended(self) -> bool:
+        """Whether :meth:`end_waits` (or :meth:`close`) was called."""
     def close(self) -> None:
         """Releases the forum and its file. Idempotent; later calls raise ``ValueError``.
 
-        Calls already running in other threads finish first; the file is released
-        when the last of them returns.
+        Ends every wait first (:meth:`end_waits`), so reads waiting in other threads
+        return their current result. Calls already running finish first; the file is
+        released when the last of them returns.
+        """
+    def end_waits(self) -> None:
+        """Ends every wait, now and later: each read waiting with ``wait_ms`` returns its
+        current result at once, and later waits do not wait. For a host shutting down."""
+    def _commit_fd(self) -> int:
+        """A new non-blocking file descriptor, owned by the caller (close it with
+        ``os.close``), that gets one byte after each durable commit and once when the
+        waits end, and reads end-of-file once the forum is closed. Drain it when it is
+        readable; a full buffer only means a byte is already waiting.
+
+        Raises ``NotImplementedError`` where there are no Unix sockets.
         """
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc_info: object) -> Literal[False]:
@@ -97,7 +115,8 @@ class Forum:
         Returns the result as a dict. A refusal raises :class:`parley.Refusal` (the
         subclass for its status) with the stable ``reason``; an unknown operation is a
         ``ValueError``; an argument that is not JSON (a set, bytes, an object) is a
-        ``TypeError``.
+        ``TypeError``. A read given ``wait_ms`` (the listen profile) may block until it
+        has an item; the GIL is released meanwhile, so other threads run and post.
         """
     def mcp(self, token: Optional[str], request: Union[Mapping[str, Any], str]) -> Optional[Dict[str, Any]]:
         """Handles one MCP JSON-RPC message (a dict or its JSON text) for ``token``.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from . import _args, _tools
 from ._args import Id
+from ._feed import Feed
 
 if TYPE_CHECKING:
     from ._parley import Forum
@@ -296,28 +297,71 @@ class Session:
         return self.call("get_thread", {"thread": thread})
 
     def threads(
-        self, *, state: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None
+        self,
+        *,
+        state: Optional[str] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
     ) -> Dict[str, Any]:
-        """``list_threads``: summaries by last activity, oldest first."""
-        _args.check_opt_str("state", state)
-        _args.check_opt_str("since", since)
-        _args.check_opt_limit(limit)
-        return self.call("list_threads", _args.read_args(state=state, since=since, limit=limit))
+        """``list_threads``: summaries by last activity, oldest first.
 
-    def inbox(self, *, since: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, Any]:
-        """``get_inbox`` for this session's identity and extension."""
-        _args.check_opt_str("since", since)
-        _args.check_opt_limit(limit)
-        return self.call("get_inbox", _args.read_args(since=since, extension=self._extension, limit=limit))
+        ``wait`` (seconds) waits for a thread to list; see :meth:`inbox`.
+        """
+        return self.call("list_threads", _args.reads(state=state, since=since, limit=limit, wait=wait))
+
+    def inbox(
+        self, *, since: Optional[str] = None, limit: Optional[int] = None, wait: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """``get_inbox`` for this session's identity and extension.
+
+        ``wait`` (seconds, an int or a float; the listen profile, SPEC §14.2): with
+        nothing to return yet, block until a thread is due or ``wait`` has passed, then
+        return as without waiting (an empty page when nothing came). The GIL is released
+        meanwhile. A wait over the ``wait_max_ms`` limit is refused (``invalid_argument``).
+        Pass the returned ``cursor`` as ``since`` to wait for what is new.
+        """
+        return self.call("get_inbox", _args.reads(since=since, extension=self._extension, limit=limit, wait=wait))
 
     def events(
-        self, *, thread: Optional[Id] = None, since: Optional[str] = None, limit: Optional[int] = None
+        self,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
     ) -> Dict[str, Any]:
-        """``get_events``: state changes and confirmations, oldest first."""
-        _args.check_opt_id("thread", thread)
-        _args.check_opt_str("since", since)
-        _args.check_opt_limit(limit)
-        return self.call("get_events", _args.read_args(thread=thread, since=since, limit=limit))
+        """``get_events``: state changes and confirmations, oldest first.
+
+        ``wait`` (seconds) waits for an event; see :meth:`inbox`.
+        """
+        return self.call("get_events", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+
+    def messages(
+        self,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """``get_messages`` (SPEC §14.1): messages flat, oldest first, of ``thread`` or all.
+
+        ``wait`` (seconds) waits for a message; see :meth:`inbox`.
+        """
+        return self.call("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+
+    def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> Feed:
+        """Inbox items (``"inbox"``), messages (``"messages"``) or events (``"events"``)
+        as they arrive, for ``for item in session.feed(...)``.
+
+        Starts after ``since`` (a cursor of the same read), or from the beginning;
+        ``thread`` narrows messages and events to one thread. Each item is read when
+        it is given out, and ``feed.cursor`` resumes right after it. Waits while there
+        is nothing new; ends when the forum's waits end or the forum closes. Needs the
+        listen profile.
+        """
+        return Feed(self, kind, thread=thread, since=since)
 
     def claim_status(self, claim: Id) -> Dict[str, Any]:
         """``get_claim``: a claim with its status, support and refutations."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._errors import ParleyError, Refusal
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("mcp", "openai", "anthropic")
 
-# Bounds the tools/list paging loop; the handler lists eight tools on one page.
+# Bounds the tools/list paging loop; the handler lists every tool on one page.
 _MAX_PAGES = 16
 
 
@@ -78,12 +78,31 @@ def _error(reason: str, status: int, message: str) -> Dict[str, Any]:
 
 def dispatch(session: "Session", name: str, arguments: Union[Mapping[str, Any], str, None]) -> Dict[str, Any]:
     """Runs one tool call for ``session``; see :meth:`parley.Session.dispatch`."""
+    args, error = prepare(session, name, arguments)
+    if error is not None:
+        return error
+    try:
+        return session.forum.call(session.token, name, args)
+    except Refusal as refusal:
+        return refused(refusal)
+
+
+def refused(refusal: Refusal) -> Dict[str, Any]:
+    """A refusal as the result a model reads."""
+    return {"error": dict(refusal.data)}
+
+
+def prepare(
+    session: "Session", name: str, arguments: Union[Mapping[str, Any], str, None]
+) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+    """The arguments of one tool call as ``Forum.call`` takes them, or the error a
+    model reads instead (then the arguments are empty)."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, not {type(name).__name__}")
     bad_args = "invalid_body" if name == "post" else "invalid_argument"
     names = session._tool_names()
     if name not in names:
-        return {"error": {"message": f"unknown tool {name!r}; the tools are {', '.join(names)}"}}
+        return {}, {"error": {"message": f"unknown tool {name!r}; the tools are {', '.join(names)}"}}
     args: Any
     if arguments is None:
         args = {}
@@ -93,21 +112,18 @@ def dispatch(session: "Session", name: str, arguments: Union[Mapping[str, Any], 
         try:
             args = json.loads(arguments) if arguments.strip() else {}
         except ValueError as exc:
-            return _error(bad_args, 400, f"the arguments are not valid JSON: {exc}")
+            return {}, _error(bad_args, 400, f"the arguments are not valid JSON: {exc}")
     elif isinstance(arguments, Mapping):
         args = dict(arguments)
     else:
         raise TypeError(f"arguments must be a dict, a JSON str or None, not {type(arguments).__name__}")
     if not isinstance(args, dict):
-        return _error(bad_args, 400, "the arguments must be a JSON object")
+        return {}, _error(bad_args, 400, "the arguments must be a JSON object")
     if name == "post":
         _fill_author(session, args)
     elif name == "get_inbox" and session.extension is not None:
         args.setdefault("extension", session.extension)
-    try:
-        return session.forum.call(session.token, name, args)
-    except Refusal as refusal:
-        return {"error": dict(refusal.data)}
+    return args, None
 
 
 def _fill_author(session: "Session", args: Dict[str, Any]) -> None:

@@ -10,6 +10,15 @@ blocks the event loop::
         async with await parley.aio.open("forum.redb") as forum:
             alice = forum.session(await forum.create_token("alice"))
             asked = await alice.ask("Which port does the dev server use?")
+            async for item in alice.feed("inbox"):
+                ...  # each thread that becomes due for alice, as it arrives
+
+Waiting (``wait=`` on the reads, :meth:`AsyncSession.feed`) holds no thread: the read
+runs at once (``wait_ms=0``), and while it has nothing the coroutine awaits the
+forum's commit descriptor, watched by the event loop (``loop.add_reader``), and
+reads again after each commit. A thousand waiting coroutines are a thousand
+futures, not a thousand threads. (On an event loop without ``add_reader``, such as
+Windows' proactor loop, a wait falls back to a pool thread.)
 """
 
 from __future__ import annotations
@@ -17,13 +26,16 @@ from __future__ import annotations
 import asyncio
 import os
 import datetime
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+import weakref
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Set, Union
 
+from . import _args, _feed, _parley, _tools
 from ._args import Id
+from ._errors import Refusal
 from ._forum import Forum
 from ._session import Session
 
-__all__ = ["AsyncForum", "AsyncSession", "open"]
+__all__ = ["AsyncFeed", "AsyncForum", "AsyncSession", "open"]
 
 Time = Union[str, datetime.datetime]
 Evidence = Sequence[Mapping[str, str]]
@@ -34,7 +46,7 @@ async def open(
     *,
     realm: str = "ainotes",
     limits: Optional[Mapping[str, int]] = None,
-    profiles: Sequence[str] = ("dialectic",),
+    profiles: Sequence[str] = ("dialectic", "listen"),
     durable: bool = True,
     clock: Optional[Union[str, datetime.datetime]] = None,
 ) -> "AsyncForum":
@@ -43,6 +55,228 @@ async def open(
         Forum, path, realm=realm, limits=limits, profiles=profiles, durable=durable, clock=clock
     )
     return AsyncForum(forum)
+
+class _Watch:
+    """One event loop's watch over one forum's commits.
+
+    Owns a commit descriptor of the forum (``Forum._commit_fd``) registered with the
+    loop. Each time it is readable the watch drains it, counts one more
+    ``generation`` and wakes every coroutine awaiting :meth:`changed`. End-of-file
+    means the forum closed: the watch unregisters and closes its descriptor, and wakes
+    everyone for the last time.
+    """
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.generation = 0
+        self.closed = False
+        self._fd = fd
+        self._waiters: Set["asyncio.Future[None]"] = set()
+        # No reference to the loop: the registry below is keyed by it weakly.
+        self._loop = weakref.ref(loop)
+        self._release = weakref.finalize(self, os.close, fd)
+        try:
+            loop.add_reader(fd, self._readable)
+        except BaseException:
+            self._release()
+            raise
+
+    def _readable(self) -> None:
+        end = False
+        while True:
+            try:
+                chunk = os.read(self._fd, 4096)
+            except BlockingIOError:
+                break
+            if not chunk:
+                end = True
+                break
+        self.generation += 1
+        if end:
+            self.closed = True
+            loop = self._loop()
+            if loop is not None:
+                loop.remove_reader(self._fd)
+            self._release()
+        waiters, self._waiters = self._waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def changed(self, seen: int, timeout: Optional[float]) -> None:
+        """Returns once ``generation`` is past ``seen``, the forum closed, or ``timeout``
+        seconds passed (``None``: no time limit)."""
+        if self.generation != seen or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        waiter: "asyncio.Future[None]" = loop.create_future()
+        self._waiters.add(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _settle, waiter)
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._waiters.discard(waiter)
+
+
+def _settle(waiter: "asyncio.Future[None]") -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+# forum -> loop -> watch, both weakly: a watch lives as long as its forum and its loop.
+_watches: "weakref.WeakKeyDictionary[_parley.Forum, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _watch(forum: _parley.Forum) -> Optional[_Watch]:
+    """The running loop's watch on ``forum``, made on first use; ``None`` where the
+    loop or the platform cannot watch a descriptor. ``ValueError`` once closed."""
+    loop = asyncio.get_running_loop()
+    per_loop = _watches.setdefault(forum, weakref.WeakKeyDictionary())
+    watch = per_loop.get(loop)
+    if watch is not None and not watch.closed:
+        return watch
+    try:
+        fd = forum._commit_fd()
+    except NotImplementedError:
+        return None
+    try:
+        watch = _Watch(fd, loop)
+    except NotImplementedError:
+        return None
+    per_loop[loop] = watch
+    return watch
+
+
+def _bad_wait(forum: _parley.Forum, wait_ms: int) -> Optional[Refusal]:
+    """The engine's refusal of a ``wait_ms`` out of range (SPEC §14.2), which a read
+    run with ``wait_ms`` 0 cannot give."""
+    most = forum.limits["wait_max_ms"]
+    if 0 <= wait_ms <= most:
+        return None
+    return Refusal.from_data(
+        {
+            "reason": "invalid_argument",
+            "status": 400,
+            "message": f"`wait_ms` must be an integer from 0 to {most}",
+            "field": "wait_ms",
+            "limit": "wait_max_ms",
+        }
+    )
+
+
+async def _waiting_read(
+    session: Session, operation: str, args: Mapping[str, Any], wait_ms: Optional[int]
+) -> Dict[str, Any]:
+    """Runs a read of the listen profile the way the engine runs ``wait_ms`` (SPEC §14.2),
+    waiting on the event loop instead of in a thread. ``wait_ms=None``: wait until there
+    is an item or the forum's waits end."""
+    forum = session.forum
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    watch = _watch(forum)
+    if watch is None:
+        return await _waiting_read_in_thread(session, operation, args, wait_ms)
+    # `wait_ms` 0 still checks the profile is on; the range is checked below, after the
+    # read's own checks, in the engine's order.
+    plain = dict(args, wait_ms=0)
+    seen = watch.generation
+    result = await asyncio.to_thread(session.call, operation, plain)
+    if wait_ms is not None:
+        refusal = _bad_wait(forum, wait_ms)
+        if refusal is not None:
+            raise refusal
+    deadline = None if wait_ms is None else start + wait_ms / 1000
+    while not _args.has_items(result) and not forum.waits_ended and not watch.closed:
+        timeout = None
+        if deadline is not None:
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                break
+        await watch.changed(seen, timeout)
+        # Counted before the read: a commit during it rings again.
+        seen = watch.generation
+        try:
+            result = await asyncio.to_thread(session.call, operation, plain)
+        except ValueError:
+            if forum.closed:  # closed while waiting: the current result stands
+                break
+            raise
+    return result
+
+
+async def _waiting_read_in_thread(
+    session: Session, operation: str, args: Mapping[str, Any], wait_ms: Optional[int]
+) -> Dict[str, Any]:
+    """The fallback of :func:`_waiting_read`: the engine waits, in a pool thread."""
+    forum = session.forum
+    if wait_ms is not None:
+        return await asyncio.to_thread(session.call, operation, dict(args, wait_ms=wait_ms))
+    while True:
+        most = forum.limits["wait_max_ms"]
+        result = await asyncio.to_thread(session.call, operation, dict(args, wait_ms=most))
+        if _args.has_items(result) or forum.waits_ended:
+            return result
+        if most == 0:
+            await asyncio.sleep(_feed._POLL_S)
+
+
+class AsyncFeed(AsyncIterator[Dict[str, Any]]):
+    """Yields the items of a read as they arrive; see :meth:`AsyncSession.feed`.
+
+    Ends (``StopAsyncIteration``) once the forum's waits are ended or the forum is
+    closed. Breaking out of ``async for`` leaves nothing behind; :attr:`cursor` says
+    where to resume.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        kind: str = "inbox",
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+    ) -> None:
+        self._operation, self._args = _feed.plan(session, kind, thread, since)
+        self._session = session
+        self._kind = kind
+        self._cursor = since
+
+    @property
+    def kind(self) -> str:
+        """``"inbox"``, ``"messages"`` or ``"events"``."""
+        return self._kind
+
+    @property
+    def cursor(self) -> Optional[str]:
+        """Pass it as ``since`` to resume right after the last item given out."""
+        return self._cursor
+
+    def __repr__(self) -> str:
+        return f"<parley.aio.AsyncFeed kind={self._kind!r} cursor={self._cursor!r}>"
+
+    def __aiter__(self) -> "AsyncFeed":
+        return self
+
+    async def __anext__(self) -> Dict[str, Any]:
+        forum = self._session.forum
+        while not forum.waits_ended and not forum.closed:
+            args = dict(self._args)
+            if self._cursor is not None:
+                args["since"] = self._cursor
+            try:
+                page = await _waiting_read(self._session, self._operation, args, None)
+            except ValueError:
+                if forum.closed:
+                    break
+                raise
+            self._cursor = page["cursor"]
+            if page["items"]:
+                item: Dict[str, Any] = page["items"][0]
+                return item
+        raise StopAsyncIteration
 
 
 class AsyncForum:
@@ -69,6 +303,15 @@ class AsyncForum:
     def realm(self) -> str:
         return self._forum.realm
 
+    @property
+    def waits_ended(self) -> bool:
+        """Whether :meth:`end_waits` (or :meth:`close`) was called."""
+        return self._forum.waits_ended
+
+    def end_waits(self) -> None:
+        """Ends every wait and feed, now and later; see :meth:`parley.Forum.end_waits`."""
+        self._forum.end_waits()
+
     def __repr__(self) -> str:
         return f"<parley.aio.AsyncForum {self._forum!r}>"
 
@@ -79,7 +322,7 @@ class AsyncForum:
         await self.close()
 
     async def close(self) -> None:
-        """Releases the forum and its file."""
+        """Releases the forum and its file, ending every wait and feed first."""
         await asyncio.to_thread(self._forum.close)
 
     async def create_token(
@@ -341,18 +584,61 @@ class AsyncSession:
     async def thread(self, thread: Id) -> Dict[str, Any]:
         return await asyncio.to_thread(self._session.thread, thread)
 
-    async def threads(
-        self, *, state: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None
-    ) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.threads, state=state, since=since, limit=limit)
+    async def _read(self, operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
+        wait_ms = args.pop("wait_ms", None)
+        if wait_ms is None:
+            return await asyncio.to_thread(self._session.call, operation, args)
+        return await _waiting_read(self._session, operation, args, wait_ms)
 
-    async def inbox(self, *, since: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.inbox, since=since, limit=limit)
+    async def threads(
+        self,
+        *,
+        state: Optional[str] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """``list_threads``; ``wait`` (seconds) as in :meth:`inbox`."""
+        return await self._read("list_threads", _args.reads(state=state, since=since, limit=limit, wait=wait))
+
+    async def inbox(
+        self, *, since: Optional[str] = None, limit: Optional[int] = None, wait: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """``get_inbox``; see :meth:`parley.Session.inbox`.
+
+        ``wait`` (seconds) waits for a thread to become due without holding a thread:
+        the coroutine sleeps on the event loop until a commit, then reads again.
+        """
+        return await self._read(
+            "get_inbox", _args.reads(since=since, extension=self._session.extension, limit=limit, wait=wait)
+        )
 
     async def events(
-        self, *, thread: Optional[Id] = None, since: Optional[str] = None, limit: Optional[int] = None
+        self,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
     ) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.events, thread=thread, since=since, limit=limit)
+        """``get_events``; ``wait`` (seconds) as in :meth:`inbox`."""
+        return await self._read("get_events", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+
+    async def messages(
+        self,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+        wait: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """``get_messages``; ``wait`` (seconds) as in :meth:`inbox`."""
+        return await self._read("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+
+    def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> AsyncFeed:
+        """``async for item in session.feed(...)``: inbox items, messages or events as
+        they arrive; see :meth:`parley.Session.feed`. Waiting holds no thread."""
+        return AsyncFeed(self._session, kind, thread=thread, since=since)
 
     async def claim_status(self, claim: Id) -> Dict[str, Any]:
         return await asyncio.to_thread(self._session.claim_status, claim)
@@ -372,5 +658,21 @@ class AsyncSession:
     async def dispatch(
         self, name: str, arguments: Union[Mapping[str, Any], str, None] = None
     ) -> Dict[str, Any]:
-        """Runs a model's tool call; see :meth:`parley.Session.dispatch`."""
-        return await asyncio.to_thread(self._session.dispatch, name, arguments)
+        """Runs a model's tool call; see :meth:`parley.Session.dispatch`.
+
+        A read with a ``wait_ms`` waits on the event loop, as :meth:`inbox` does.
+        """
+        session = self._session
+        args, error = await asyncio.to_thread(_tools.prepare, session, name, arguments)
+        if error is not None:
+            return error
+        wait_ms = args.get("wait_ms")
+        try:
+            # Only a well-formed, positive wait waits here; any other value goes to the
+            # engine as it is, which refuses it (or returns at once) without waiting.
+            if name in _args.WAITING_READS and type(wait_ms) is int and wait_ms > 0:
+                del args["wait_ms"]
+                return await _waiting_read(session, name, args, wait_ms)
+            return await asyncio.to_thread(session.forum.call, session.token, name, args)
+        except Refusal as refusal:
+            return _tools.refused(refusal)

@@ -21,6 +21,18 @@ def test_the_example_runs_as_a_script() -> None:
     lines = done.stdout.strip().splitlines()
     assert lines[-1].startswith("th_1 is decided and closed (locked, KI · Moderator)")
     assert not any("refused" in line for line in lines)
+    # Each agent waits for its turn; the floor keeps the transcript in causal order.
+    acts = [(line.split()[0], line.split()[1]) for line in lines[:-1]]
+    assert acts == [
+        ("alice", "ask"),
+        ("bob", "answer"),
+        ("alice", "handoff"),
+        ("carol", "assert"),
+        ("carol", "propose"),
+        ("alice", "decide"),
+        ("alice", "mark"),
+        ("mod", "mark"),
+    ]
 
 
 def test_the_example_leaves_a_decided_and_locked_thread(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 //! `parley._parley.Forum`: a forum file (or an in-memory forum) held open.
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use parley_forum::{Config, Forum, Right, TokenKind, TokenSpec};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyBytes, PyDict, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
@@ -12,17 +13,23 @@ use pyo3::types::{
 use serde_json::{json, Map, Value};
 
 use crate::args;
+use crate::commits::CommitPipe;
 use crate::convert::{to_json, to_py, type_name};
 use crate::errors::to_pyerr;
 
 /// A Parley forum. See `parley._parley.pyi` for the documented interface.
-#[pyclass(module = "parley._parley", name = "Forum", subclass, frozen)]
+#[pyclass(module = "parley._parley", name = "Forum", subclass, frozen, weakref)]
 pub(crate) struct PyForum {
     /// `None` once closed. The lock is only held to clone or take the `Arc`, never
     /// while the engine works, so a `close()` waits for no one and calls already
     /// running finish on their own reference.
     inner: RwLock<Option<Arc<Forum>>>,
     path: Option<PathBuf>,
+    /// Set by `end_waits()` and `close()`; never cleared.
+    waits_ended: AtomicBool,
+    /// The commit pipes handed out by `_commit_fd`. Locked before `inner` is read
+    /// there and after `inner` is taken in `close()`, so no pipe outlives the close.
+    pipes: Mutex<Vec<CommitPipe>>,
 }
 
 impl PyForum {
@@ -35,6 +42,10 @@ impl PyForum {
             .clone()
             .ok_or_else(|| PyValueError::new_err("the forum is closed"))
     }
+
+    fn pipes(&self) -> std::sync::MutexGuard<'_, Vec<CommitPipe>> {
+        self.pipes.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 #[pymethods]
@@ -42,7 +53,7 @@ impl PyForum {
     #[new]
     #[pyo3(
         signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, durable=true, clock=None),
-        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic'], durable=True, clock=None)"
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen'], durable=True, clock=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -60,7 +71,7 @@ impl PyForum {
         }
         let profiles = match profiles {
             Some(profiles) => str_list(&profiles, "profiles")?,
-            None => vec!["dialectic".to_string()],
+            None => vec!["dialectic".to_string(), "listen".to_string()],
         };
         settings.insert("profiles".into(), json!(profiles));
         settings.insert("durable".into(), json!(durable));
@@ -79,6 +90,8 @@ impl PyForum {
         Ok(PyForum {
             inner: RwLock::new(Some(Arc::new(forum))),
             path,
+            waits_ended: AtomicBool::new(false),
+            pipes: Mutex::new(Vec::new()),
         })
     }
 
@@ -114,9 +127,51 @@ impl PyForum {
 
     /// Releases the forum (and its file). Idempotent.
     fn close(&self, py: Python<'_>) {
+        self.waits_ended.store(true, Ordering::SeqCst);
         let taken = self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
-        // Dropping the last reference flushes and closes the file: not under the GIL.
-        py.detach(move || drop(taken));
+        let pipes = std::mem::take(&mut *self.pipes());
+        // Waiting calls return now with their current result; then the commit pipes
+        // close (their readers see end-of-file) and, once the calls still running
+        // have returned, the file. Dropping the last reference flushes and closes
+        // the file: not under the GIL.
+        py.detach(move || {
+            if let Some(forum) = &taken {
+                forum.end_waits();
+            }
+            drop(pipes);
+            drop(taken);
+        });
+    }
+
+    /// Ends every wait, now and later: each waiting read returns its current result.
+    fn end_waits(&self, py: Python<'_>) {
+        self.waits_ended.store(true, Ordering::SeqCst);
+        if let Ok(forum) = self.forum() {
+            py.detach(move || forum.end_waits());
+        }
+    }
+
+    /// Whether `end_waits()` or `close()` was called.
+    #[getter]
+    fn waits_ended(&self) -> bool {
+        self.waits_ended.load(Ordering::SeqCst)
+    }
+
+    /// A new descriptor, owned by the caller, readable after each commit.
+    fn _commit_fd(&self) -> PyResult<i32> {
+        let mut pipes = self.pipes();
+        let forum = self.forum()?;
+        pipes.retain(CommitPipe::alive);
+        let ended = self.waits_ended.load(Ordering::SeqCst);
+        let (pipe, fd) = CommitPipe::open(&forum, ended).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Unsupported {
+                PyNotImplementedError::new_err(e.to_string())
+            } else {
+                PyErr::from(e)
+            }
+        })?;
+        pipes.push(pipe);
+        Ok(fd)
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {

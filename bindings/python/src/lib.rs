@@ -1,10 +1,12 @@
 //! `parley._parley`: the native layer of the Python package `parley`.
 //!
 //! Deliberately thin: a `Forum` class over the engine's generic call, token
-//! administration and the MCP handler, with the GIL released while the engine works.
+//! administration, the MCP handler and commit notifications as a file descriptor
+//! (for `parley.aio`), with the GIL released while the engine works or waits.
 //! The idiomatic API (sessions, tool schemas, asyncio) is Python in `python/parley/`.
 
 mod args;
+mod commits;
 mod convert;
 mod errors;
 mod forum;
