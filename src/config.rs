@@ -135,6 +135,10 @@ pub enum Durability {
 /// The clock: milliseconds since the Unix epoch. Injectable for tests.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
+/// Told how a long task of opening goes (a migration of an older forum file):
+/// `(what, done, total)`.
+pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
+
 /// Everything a host sets when it opens a forum.
 #[derive(Clone)]
 pub struct Config {
@@ -150,6 +154,8 @@ pub struct Config {
     pub durability: Durability,
     /// The clock.
     pub clock: Clock,
+    /// Told how a migration on open goes; `None` (the default) says nothing.
+    pub progress: Option<Progress>,
 }
 
 impl Default for Config {
@@ -161,6 +167,7 @@ impl Default for Config {
             listen: true,
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
+            progress: None,
         }
     }
 }

@@ -43,7 +43,7 @@ mod session;
 pub mod store;
 pub mod time;
 
-pub use config::{Clock, Config, Durability, Limits};
+pub use config::{Clock, Config, Durability, Limits, Progress};
 pub use engine::listen::{Changed, CommitHook, Subscription};
 pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};

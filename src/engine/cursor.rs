@@ -12,6 +12,7 @@ pub(crate) enum Index {
     Events,
     Threads,
     Messages,
+    Search,
 }
 
 impl Index {
@@ -21,6 +22,7 @@ impl Index {
             Index::Events => "e",
             Index::Threads => "t",
             Index::Messages => "m",
+            Index::Search => "s",
         }
     }
 }

@@ -37,6 +37,9 @@ struct WatchState {
     wakers: Vec<Waker>,
     hooks: Vec<(u64, Hook)>,
     next_hook: u64,
+    /// Calls blocked in [`Watch::wait_past`]: with none, a ring wakes nobody and
+    /// makes no system call.
+    blocked: usize,
 }
 
 impl Watch {
@@ -47,13 +50,15 @@ impl Watch {
 
     /// Rings after a durable commit.
     pub(crate) fn ring(&self) {
-        let (wakers, hooks) = {
+        let (wakers, hooks, blocked) = {
             let mut state = self.lock();
             state.commits += 1;
             let hooks: Vec<Hook> = state.hooks.iter().map(|(_, h)| Arc::clone(h)).collect();
-            (std::mem::take(&mut state.wakers), hooks)
+            (std::mem::take(&mut state.wakers), hooks, state.blocked)
         };
-        self.rung.notify_all();
+        if blocked > 0 {
+            self.rung.notify_all();
+        }
         for waker in wakers {
             waker.wake();
         }
@@ -82,6 +87,7 @@ impl Watch {
     /// returns the commit count then.
     fn wait_past(&self, seen: u64, deadline: Instant) -> u64 {
         let mut state = self.lock();
+        state.blocked += 1;
         while state.commits == seen && !state.closed {
             let now = Instant::now();
             if now >= deadline {
@@ -93,6 +99,7 @@ impl Watch {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+        state.blocked -= 1;
         state.commits
     }
 }

@@ -21,7 +21,7 @@ use crate::store::{RedbStore, Store};
 use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
-pub const OPERATIONS: [&str; 9] = [
+pub const OPERATIONS: [&str; 10] = [
     "get_manifest",
     "whoami",
     "post",
@@ -31,6 +31,7 @@ pub const OPERATIONS: [&str; 9] = [
     "get_events",
     "get_claim",
     "get_messages",
+    "search",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -59,7 +60,8 @@ impl Forum {
     /// [`Error::NotAForum`].
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         config.validate()?;
-        let store = RedbStore::open(path.as_ref(), config.durability)?;
+        let store =
+            RedbStore::open_with(path.as_ref(), config.durability, config.progress.as_ref())?;
         Forum::with_store(Box::new(store), config)
     }
 
@@ -158,6 +160,7 @@ impl Forum {
             "get_inbox" => self.wait_for_items(args_obj, |a| self.get_inbox(token, a)),
             "get_events" => self.wait_for_items(args_obj, |a| self.get_events(token, a)),
             "get_messages" => self.wait_for_items(args_obj, |a| self.get_messages(token, a)),
+            "search" => self.search(token, args_obj),
             "get_claim" if self.config.dialectic => self.get_claim(token, args_obj),
             other => Err(Error::UnknownOperation(other.to_string())),
         }

@@ -429,6 +429,7 @@ impl Forum {
         // Shared with the store, which keeps it for the next post to this thread.
         let thread = Arc::new(thread);
         tx.put_post(&message, &thread, before.as_ref())?;
+        tx.index_words(message.id)?;
         if !caller.human && self.config.limits.writes_per_minute > 0 {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }

@@ -12,6 +12,7 @@ use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::ids::{self, parse_id, IdKind};
 use crate::protocol::state::State;
+use crate::protocol::words;
 use crate::store::records::MessageRec;
 use crate::store::{Flow, ReadTx};
 
@@ -49,6 +50,10 @@ fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u
         }),
     }
 }
+
+/// Longest `q` of a search, in characters, and most words in it (SPEC §14.4).
+const QUERY_MAX_CHARS: usize = 200;
+const QUERY_MAX_WORDS: usize = 16;
 
 struct Page {
     after: u64,
@@ -356,6 +361,72 @@ impl Forum {
         }
         let end = tx.last_id(IdKind::Message)?.max(page.after);
         Ok(self.listing(items, ids, more, Index::Messages, end))
+    }
+
+    /// `search` (SPEC §14.4): messages holding every word of `q`, newest first.
+    pub(crate) fn search(&self, token: Option<&str>, args: &Map<String, Value>) -> Result<Value> {
+        let tx = self.store.read()?;
+        let caller = self.reader(&*tx, token)?;
+        only(args, &["q", "thread", "since", "limit"])?;
+        let q = match arg(args, "q") {
+            None => return Err(bad_arg("q", "`q` is required")),
+            Some(Value::String(q)) => q,
+            Some(_) => return Err(bad_arg("q", "`q` must be a string")),
+        };
+        let count = words::split(q).len();
+        if q.chars().count() > QUERY_MAX_CHARS || !(1..=QUERY_MAX_WORDS).contains(&count) {
+            return Err(bad_arg(
+                "q",
+                format!(
+                    "`q` is at most {QUERY_MAX_CHARS} characters holding 1 to {QUERY_MAX_WORDS} words (letters, marks, digits)"
+                ),
+            ));
+        }
+        let query = words::distinct(q);
+        let thread = id_arg(args, "thread", IdKind::Thread)?;
+        let page = self.page(args, Index::Search)?;
+        caller.require(Right::Read)?;
+        if let Some(id) = thread {
+            if tx.thread(id)?.is_none() {
+                return Err(Refusal::new(
+                    Reason::ThreadNotFound,
+                    format!("{} does not exist", IdKind::Thread.key(id)),
+                )
+                .into());
+            }
+        }
+        // Newest first: a cursor is the oldest match returned, and the next page
+        // starts below it.
+        let before = if arg(args, "since").is_some() {
+            page.after
+        } else {
+            u64::MAX
+        };
+        let mut found = Vec::new();
+        tx.search_words(&query, before, &mut |msg, in_thread| {
+            if thread.is_none_or(|t| t == in_thread) {
+                found.push(msg);
+            }
+            Ok(if found.len() > page.limit {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
+        })?;
+        let more = found.len() > page.limit;
+        found.truncate(page.limit);
+        let mut items = Vec::with_capacity(found.len());
+        for id in &found {
+            if let Some(m) = tx.message(*id)? {
+                if let Some(t) = tx.thread(m.thread)? {
+                    items.push(view::object([
+                        ("message", Value::Object(view::message(&m))),
+                        ("thread", view::thread(&t)),
+                    ]));
+                }
+            }
+        }
+        Ok(self.listing(items, found, more, Index::Search, 0))
     }
 
     pub(crate) fn get_claim(

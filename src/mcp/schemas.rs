@@ -232,6 +232,10 @@ fn success(operation: &str) -> (Value, Vec<&'static str>) {
         "get_events" => page(event()),
         "get_claim" => (claim()["properties"].clone(), CLAIM_REQUIRED.to_vec()),
         "get_messages" => page(message()),
+        "search" => page(object(
+            json!({ "message": message(), "thread": thread() }),
+            &["message", "thread"],
+        )),
         _ => (json!({}), vec![]),
     }
 }

@@ -28,7 +28,7 @@ fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
             let mut text = format!(
                 "Writes one message to the forum: a thread is a tree of messages, and every message \
                  has a `kind` saying what it does. `ask` poses a question: without `thread` and \
-                 `parent` it opens a new thread. `answer`, `note`, `propose`, `object` and `handoff` \
+                 `parent` it opens a new thread (use `search` first: it may have been asked already). `answer`, `note`, `propose`, `object` and `handoff` \
                  reply inside a thread; `decide`, `mark` (with `state`) and `reopen` change the \
                  thread's state. Place a reply with `thread` (it goes under the thread's first message) \
                  or with `parent` (under that message). `body` is required: 1 to {} characters.\n\
@@ -111,6 +111,13 @@ fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
             limits,
             "a message is written",
         ),
+        "search" => "Finds messages by the words of their body, newest first: every word of `q` \
+            must be in a message for it to match (case does not matter; punctuation separates \
+            words). Search before you open a thread with `ask`: the question may have been asked \
+            and answered already, and replying there keeps one conversation instead of two. Pass \
+            the returned `cursor` back as `since` for older matches; `thread` limits the search \
+            to one thread."
+            .to_string(),
         "get_claim" => "Reads one claim (dialectic profile): its text, author, status (unverified, \
             supported, verified, refuted or superseded), evidence, attestations, verifications, \
             refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
@@ -382,6 +389,14 @@ impl ManifestFacts {
                 json!({ "thread": self.id("thread", "th"), "since": self.cursor(), "limit": self.limit() }),
             ),
             "get_claim" => object(json!({ "claim": self.id("claim", "cl") }), &["claim"]),
+            "search" => object(
+                json!({
+                    "q": { "type": "string", "minLength": 1, "maxLength": 200,
+                           "description": "1 to 16 words; a message matches when its body holds every one (case does not matter)." },
+                    "thread": self.id("thread", "th"), "since": self.cursor(), "limit": self.limit(),
+                }),
+                &["q"],
+            ),
             _ => json!({ "type": "object", "additionalProperties": false }),
         }
     }
@@ -402,6 +417,7 @@ fn title(operation: &str) -> &'static str {
         "get_inbox" => "List threads waiting for you",
         "get_events" => "List state changes",
         "get_claim" => "Read a claim",
+        "search" => "Search messages by words",
         "get_messages" => "Read messages as a feed",
         _ => "",
     }

@@ -6,3 +6,4 @@ pub mod envelope;
 pub mod evidence;
 pub mod ids;
 pub mod state;
+pub mod words;

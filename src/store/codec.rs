@@ -81,6 +81,11 @@ impl In<'_> {
         let n = self.u32()? as usize;
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| corrupt())
     }
+    /// A string, borrowed from the buffer.
+    fn str(&mut self) -> Result<&str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).map_err(|_| corrupt())
+    }
     fn opt<T>(&mut self, get: impl FnOnce(&mut Self) -> Result<T>) -> Result<Option<T>> {
         match self.u8()? {
             0 => Ok(None),
@@ -197,6 +202,28 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
 }
 
 /// A message back from its stored bytes.
+/// The body of a stored message, read in place (the word index reads nothing else).
+pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
+    let mut r = In { buf: bytes, at: 0 };
+    if r.u8()? != FORMAT {
+        return Err(Error::Storage(
+            "a stored message has an unknown format".into(),
+        ));
+    }
+    r.u64()?; // id
+    r.str()?; // kind
+    r.u64()?; // thread
+    r.opt(In::u64)?; // parent
+    r.u32()?; // depth
+    r.str()?; // identity
+    r.opt(|r| r.str().map(|_| ()))?; // extension
+    r.u8()?; // human
+    let body_len = r.u32()? as usize;
+    let start = r.at;
+    r.take(body_len)?;
+    std::str::from_utf8(&bytes[start..start + body_len]).map_err(|_| corrupt())
+}
+
 pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let mut r = In { buf: bytes, at: 0 };
     if r.u8()? != FORMAT {
@@ -299,6 +326,9 @@ mod tests {
             format!("{:?}", decode(&encode(&bare)).unwrap()),
             format!("{bare:?}")
         );
+        assert_eq!(body(&encode(&m)).unwrap(), m.body);
+        assert_eq!(body(&encode(&bare)).unwrap(), bare.body);
+        assert!(body(&encode(&m)[..20]).is_err(), "a cut record is damage");
     }
 
     #[test]

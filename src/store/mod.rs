@@ -10,6 +10,7 @@ mod file;
 pub mod records;
 mod redb_store;
 mod tables;
+mod words;
 
 pub use check::{check, CheckReport};
 pub use redb_store::{check_integrity, RedbStore};
@@ -67,6 +68,9 @@ pub trait ReadTx {
     fn scan_activity(&self, state: Option<State>, after: u64, visit: Visit<'_>) -> Result<()>;
     /// Event index: `(event id, thread)` greater than `after`, of one thread or all.
     fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// The word index: messages whose body holds every one of `words` (distinct,
+    /// sorted), newest first, with ids below `before`, as `(message, thread)`.
+    fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()>;
     /// The post `identity` made under idempotency `key`, if remembered.
     fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>>;
     /// Message feed: messages by id from ids greater than `after`, of one thread or
@@ -100,6 +104,8 @@ pub trait WriteTx: ReadTx {
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;
     /// Stores an event and indexes it by thread.
     fn put_event(&mut self, event: &EventRec) -> Result<()>;
+    /// Keeps the word index of search up to date after `message` was stored.
+    fn index_words(&mut self, message: u64) -> Result<()>;
     /// Remembers the post `identity` made under `key` (replacing an expired one).
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()>;
     /// Forgets up to `max` idempotency records made before `before` (ms), oldest

@@ -15,7 +15,7 @@ use super::records::{
 };
 use super::tables::*;
 use super::{codec, file, Durable, Flow, ReadTx, Store, Visit, WriteTx};
-use crate::config::Durability;
+use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
@@ -77,6 +77,9 @@ pub struct RedbStore {
     /// The last id of each kind as of the last commit, once read: a post then
     /// reads no index to number itself. Only the one writer reads or sets it.
     last_ids: Mutex<[Option<u64>; 4]>,
+    /// Where the merged part of the word index ends, as of the last commit, once
+    /// read (see `super::words`).
+    words_merged: Mutex<Option<u64>>,
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
@@ -96,7 +99,19 @@ impl RedbStore {
     /// refused before anything is written). A durable forum commits through redb's
     /// durable commit; a volatile one commits without flushing.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
-        let mut store = unpanicked(path, || Self::init(open_file(path, true)?, durability))?;
+        Self::open_with(path, durability, None)
+    }
+
+    /// [`RedbStore::open`], telling `progress` how a migration of an older file
+    /// goes (the word index of a large forum takes a while to build).
+    pub fn open_with(
+        path: &Path,
+        durability: Durability,
+        progress: Option<&Progress>,
+    ) -> Result<Self> {
+        let mut store = unpanicked(path, || {
+            Self::init_with(open_file(path, true)?, durability, progress)
+        })?;
         store.path = Some(path.to_path_buf());
         Ok(store)
     }
@@ -119,6 +134,10 @@ impl RedbStore {
     }
 
     fn init(db: Db, durability: Durability) -> Result<Self> {
+        Self::init_with(db, durability, None)
+    }
+
+    fn init_with(db: Db, durability: Durability, progress: Option<&Progress>) -> Result<Self> {
         let txn = db.begin_write()?;
         let cursor_key;
         {
@@ -133,7 +152,8 @@ impl RedbStore {
                 }
                 Some(1) => {
                     migrate_v1(&txn)?;
-                    meta.insert("schema_version", SCHEMA_VERSION)?;
+                    // Version 2 now; the word index follows (`migrate_words`).
+                    meta.insert("schema_version", 2)?;
                 }
                 Some(_) => {}
                 None => {
@@ -161,11 +181,14 @@ impl RedbStore {
         txn.open_table(EVENTS)?;
         txn.open_table(INDEX)?;
         txn.open_table(IDEMPOTENCY)?;
+        txn.open_table(WORD_BLOCKS)?;
         txn.commit()?;
+        migrate_words(&db, progress)?;
         Ok(RedbStore {
             db: RwLock::new(Some(Arc::new(db))),
             path: None,
             last_ids: Mutex::new([None; 4]),
+            words_merged: Mutex::new(None),
             threads: Mutex::new(HashMap::new()),
             durability,
             cursor_key,
@@ -204,6 +227,7 @@ impl RedbStore {
         };
         // What the caches hold may be what a failed commit meant to write.
         *self.last_ids.lock().unwrap_or_else(|p| p.into_inner()) = [None; 4];
+        *self.words_merged.lock().unwrap_or_else(|p| p.into_inner()) = None;
         lock_threads(&self.threads).clear();
         let db = Arc::new(db);
         *slot = Some(Arc::clone(&db));
@@ -352,6 +376,49 @@ fn check_read_only(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Messages whose words one migration transaction indexes.
+const WORDS_PER_STEP: u64 = 5000;
+
+/// Builds the word index of a version-2 file, in steps of [`WORDS_PER_STEP`]
+/// messages, each its own transaction: a crash resumes where the last step ended.
+/// The file is version 3 once the last step commits.
+fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> {
+    loop {
+        let txn = db.begin_write()?;
+        let (done, total, finished);
+        {
+            let meta = txn.open_table(META)?;
+            if meta.get("schema_version")?.map(|v| v.value()) != Some(2) {
+                return Ok(());
+            }
+            let from = super::words::merged_through(&meta)?;
+            drop(meta);
+            let index = txn.open_table(INDEX)?;
+            let (lo, hi) = key::messages();
+            total = index
+                .range(lo.as_slice()..=hi.as_slice())?
+                .next_back()
+                .transpose()?
+                .map_or(0, |(k, _)| key::tail(k.value()));
+            drop(index);
+            done = total.min(from.saturating_add(WORDS_PER_STEP));
+            super::words::merge(&txn, from, done)?;
+            finished = done >= total;
+            if finished {
+                txn.open_table(META)?
+                    .insert("schema_version", SCHEMA_VERSION)?;
+            }
+        }
+        txn.commit()?;
+        if let Some(report) = progress {
+            report("indexing words for search", done, total);
+        }
+        if finished {
+            return Ok(());
+        }
+    }
+}
+
 /// Moves version 1's thread records into [`MESSAGES`], after each thread's messages.
 fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
     {
@@ -405,6 +472,7 @@ impl Store for RedbStore {
             db,
             ids: [None; 4],
             written: HashMap::new(),
+            words_merged: None,
         }))
     }
 
@@ -428,6 +496,8 @@ struct Writer<'s> {
     /// Thread records stored in this transaction: the store's cache takes them
     /// only if it commits.
     written: HashMap<u64, Arc<ThreadRec>>,
+    /// The end of the merged word index as this transaction leaves it, once known.
+    words_merged: Option<u64>,
 }
 
 fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<ThreadRec>>> {
@@ -671,6 +741,19 @@ macro_rules! impl_read {
                 Ok(())
             }
 
+            fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
+                let tables = super::words::Tables {
+                    blocks: &self.table(WORD_BLOCKS)?,
+                    index: &self.table(INDEX)?,
+                    messages: &self.table(MESSAGES)?,
+                    merged: super::words::merged_through(&self.table(META)?)?,
+                    last: self.last_id(IdKind::Message)?,
+                };
+                super::words::search(&tables, words, before, &mut |m, t| {
+                    Ok(visit(m, t)? == Flow::Continue)
+                })
+            }
+
             fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>> {
                 let record = key::idempotency(identity, key);
                 let table = self.table(IDEMPOTENCY)?;
@@ -831,6 +914,26 @@ impl WriteTx for Writer<'_> {
         Ok(())
     }
 
+    fn index_words(&mut self, message: u64) -> Result<()> {
+        let merged = match self.words_merged {
+            Some(m) => m,
+            None => {
+                let known = *self
+                    .store
+                    .words_merged
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                match known {
+                    Some(m) => m,
+                    None => super::words::merged_through(&self.table(META)?)?,
+                }
+            }
+        };
+        let now = super::words::note(&self.txn, merged, message)?;
+        self.words_merged = Some(now.unwrap_or(merged));
+        Ok(())
+    }
+
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
         let record = key::idempotency(identity, key);
         let mut table = self.table(IDEMPOTENCY)?;
@@ -903,6 +1006,7 @@ impl WriteTx for Writer<'_> {
             db,
             ids,
             written,
+            words_merged,
         } = *self;
         // The cache's lock is held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
@@ -926,6 +1030,9 @@ impl WriteTx for Writer<'_> {
             }
         }
         drop(known);
+        if words_merged.is_some() {
+            *store.words_merged.lock().unwrap_or_else(|p| p.into_inner()) = words_merged;
+        }
         // redb's durable commit returned: the commit is on disk.
         Ok(Durable::done())
     }

@@ -4,8 +4,9 @@ use redb::TableDefinition;
 
 /// The version of the layout below. A file with a newer one is refused.
 /// Version 2 keeps thread records in [`MESSAGES`]; a version-1 file (a `threads`
-/// table) is migrated on open.
-pub(super) const SCHEMA_VERSION: u64 = 2;
+/// table) is migrated on open. Version 3 adds the word index [`WORD_BLOCKS`], built on
+/// open for a version-2 file.
+pub(super) const SCHEMA_VERSION: u64 = 3;
 
 /// `schema_version` and `cursor_key`. Id counters are not stored: the next id of a
 /// kind is one past the last key of its table, which saves a write per post.
@@ -31,12 +32,17 @@ pub(super) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("eve
 /// instead of five: each table a transaction touches costs a commit several µs, and
 /// a post touches this one for all its index entries.
 pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("index");
+/// (word, first message) → a block of (message, thread) pairs: the word index of
+/// SPEC §14.4 (see `super::words`). A word's blocks are one range, in message order.
+pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
+    TableDefinition::new("word_blocks");
+
 /// `identity ‖ 0 ‖ idempotency key` → a remembered post (see `records::Remembered`).
 pub(super) const IDEMPOTENCY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency");
 
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.
-pub(super) mod key {
+pub(crate) mod key {
     /// `MESSAGE ‖ message` → thread.
     const MESSAGE: u8 = 1;
     /// `ACTIVITY ‖ state code ‖ latest message` → thread: the thread list, per state.

@@ -1,0 +1,281 @@
+//! The word index of `search` (SPEC §14.4), kept cheap to write.
+//!
+//! Per word, blocks of (message, thread) pairs in message order ([`WORD_BLOCKS`]).
+//! Posts do not write them one by one: the messages after
+//! `words_merged_through` (in [`META`]) are the index's tail, and the post whose
+//! message makes that tail [`MERGE_AT`] long merges it, in its own transaction,
+//! rewriting one block per distinct word of the batch instead of one entry per
+//! word of every post. A search reads the blocks and scans the tail (at most
+//! [`MERGE_AT`] messages), so it sees every committed message.
+//!
+//! A search walks its words' postings newest first and meets them in the middle
+//! ("zig-zag"): each step asks every word for its newest message at or before a
+//! candidate, and the candidate drops to the lowest answer, so the steps are
+//! bounded by the postings of the rarest word.
+
+use std::collections::BTreeMap;
+
+use redb::ReadableTable;
+
+use super::codec;
+use super::tables::{key, INDEX, MESSAGES, META, WORD_BLOCKS};
+use crate::error::{Error, Result};
+use crate::protocol::words;
+
+/// The longest tail: the post that makes it this long merges it.
+pub(super) const MERGE_AT: u64 = 512;
+/// The [`META`] key of the merged part's end.
+pub(super) const MERGED: &str = "words_merged_through";
+/// Pairs a block holds before a new one starts.
+const BLOCK_PAIRS: usize = 128;
+
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        n |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn damaged() -> Error {
+    Error::Storage("a block of the word index is unreadable".into())
+}
+
+/// A block: its pairs as varints, message ids delta-coded from the block's key.
+pub(super) fn decode_block(first: u64, bytes: &[u8]) -> Result<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    let (mut at, mut msg) = (0, first);
+    while at < bytes.len() {
+        let delta = read_varint(bytes, &mut at).ok_or_else(damaged)?;
+        let thread = read_varint(bytes, &mut at).ok_or_else(damaged)?;
+        msg = msg.checked_add(delta).ok_or_else(damaged)?;
+        out.push((msg, thread));
+    }
+    Ok(out)
+}
+
+fn encode_block(first: u64, pairs: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pairs.len() * 4);
+    let mut prev = first;
+    for &(msg, thread) in pairs {
+        varint(&mut out, msg - prev);
+        varint(&mut out, thread);
+        prev = msg;
+    }
+    out
+}
+
+/// Where the merged part of the index ends, as committed.
+pub(super) fn merged_through(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64> {
+    Ok(meta.get(MERGED)?.map_or(0, |v| v.value()))
+}
+
+/// The tail's messages `(message, thread, body)` with ids in `(after, upto]`.
+fn tail(
+    index: &impl ReadableTable<&'static [u8], u64>,
+    messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    after: u64,
+    upto: u64,
+) -> Result<Vec<(u64, u64, String)>> {
+    let mut out = Vec::new();
+    if upto <= after {
+        return Ok(out);
+    }
+    let (lo, hi) = (key::message(after + 1), key::message(upto));
+    for entry in index.range(lo.as_slice()..=hi.as_slice())? {
+        let (k, thread) = entry?;
+        let (id, thread) = (key::tail(k.value()), thread.value());
+        if let Some(rec) = messages.get((thread, id))? {
+            out.push((id, thread, codec::body(rec.value())?.to_string()));
+        }
+    }
+    Ok(out)
+}
+
+/// After message `message` was stored: merges the tail once it is long enough.
+/// Returns the new end of the merged part when it merged.
+pub(super) fn note(txn: &redb::WriteTransaction, merged: u64, message: u64) -> Result<Option<u64>> {
+    if message.saturating_sub(merged) < MERGE_AT {
+        return Ok(None);
+    }
+    merge(txn, merged, message)?;
+    Ok(Some(message))
+}
+
+/// Moves the messages `(after, upto]` into the blocks, and records `upto` as merged.
+pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<()> {
+    let mut by_word: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    {
+        let index = txn.open_table(INDEX)?;
+        let messages = txn.open_table(MESSAGES)?;
+        for (id, thread, body) in tail(&index, &messages, after, upto)? {
+            words::for_each_distinct(&body, |w| match by_word.get_mut(w) {
+                Some(pairs) => pairs.push((id, thread)),
+                None => {
+                    by_word.insert(w.to_string(), vec![(id, thread)]);
+                }
+            });
+        }
+    }
+    let mut blocks = txn.open_table(WORD_BLOCKS)?;
+    for (word, pairs) in by_word {
+        let last = blocks
+            .range((word.as_str(), 0)..=(word.as_str(), u64::MAX))?
+            .next_back()
+            .transpose()?
+            .map(|(k, v)| (k.value().1, v.value().to_vec()));
+        let mut rest = pairs.as_slice();
+        if let Some((first, bytes)) = last {
+            let mut held = decode_block(first, &bytes)?;
+            if held.len() < BLOCK_PAIRS {
+                let take = (BLOCK_PAIRS - held.len()).min(rest.len());
+                held.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                blocks.insert(
+                    (word.as_str(), first),
+                    encode_block(first, &held).as_slice(),
+                )?;
+            }
+        }
+        for chunk in rest.chunks(BLOCK_PAIRS) {
+            let first = chunk[0].0;
+            blocks.insert(
+                (word.as_str(), first),
+                encode_block(first, chunk).as_slice(),
+            )?;
+        }
+    }
+    drop(blocks);
+    txn.open_table(META)?.insert(MERGED, upto)?;
+    Ok(())
+}
+
+/// One word's postings as a search walks them.
+struct Postings<'w> {
+    word: &'w str,
+    /// Tail messages holding the word, ascending.
+    tail: Vec<(u64, u64)>,
+}
+
+/// The tables a search reads.
+pub(super) struct Tables<'t, B, I, M> {
+    pub(super) blocks: &'t B,
+    pub(super) index: &'t I,
+    pub(super) messages: &'t M,
+    /// The end of the merged part, and the last message.
+    pub(super) merged: u64,
+    pub(super) last: u64,
+}
+
+/// Messages holding every one of `words` (distinct), newest first, below
+/// `before`: `visit` gets `(message, thread)` and says whether to go on.
+pub(super) fn search<B, I, M>(
+    t: &Tables<'_, B, I, M>,
+    query: &[String],
+    before: u64,
+    visit: &mut dyn FnMut(u64, u64) -> Result<bool>,
+) -> Result<()>
+where
+    B: ReadableTable<(&'static str, u64), &'static [u8]>,
+    I: ReadableTable<&'static [u8], u64>,
+    M: ReadableTable<(u64, u64), &'static [u8]>,
+{
+    if query.is_empty() || before == 0 {
+        return Ok(());
+    }
+    let mut lists: Vec<Postings<'_>> = query
+        .iter()
+        .map(|w| Postings {
+            word: w.as_str(),
+            tail: Vec::new(),
+        })
+        .collect();
+    for (id, thread, body) in tail(t.index, t.messages, t.merged, t.last)? {
+        // Most tail messages miss some word: a substring test rules them out
+        // before the body is split.
+        let lower = body.to_lowercase();
+        if !lists.iter().any(|l| lower.contains(l.word)) {
+            continue;
+        }
+        let held = words::distinct(&body);
+        for list in &mut lists {
+            if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
+                list.tail.push((id, thread));
+            }
+        }
+    }
+    let newest = |list: &Postings<'_>, upto: u64| -> Result<Option<(u64, u64)>> {
+        let from_tail = match list.tail.partition_point(|&(m, _)| m <= upto) {
+            0 => None,
+            i => Some(list.tail[i - 1]),
+        };
+        if from_tail.is_some() {
+            // The tail is newer than every block.
+            return Ok(from_tail);
+        }
+        let word = list.word;
+        match t.blocks.range((word, 0)..=(word, upto))?.next_back() {
+            None => Ok(None),
+            Some(entry) => {
+                let (k, v) = entry?;
+                let pairs = decode_block(k.value().1, v.value())?;
+                let i = pairs.partition_point(|&(m, _)| m <= upto);
+                Ok((i > 0).then(|| pairs[i - 1]))
+            }
+        }
+    };
+    let mut upto = before - 1;
+    'next: loop {
+        let mut candidate = upto;
+        let mut thread = 0;
+        let mut agreed = 0;
+        // Ask each word in turn until all agree on one message.
+        let mut i = 0;
+        while agreed < lists.len() {
+            let Some((msg, th)) = newest(&lists[i], candidate)? else {
+                break 'next;
+            };
+            if msg == candidate {
+                agreed += 1;
+            } else {
+                candidate = msg;
+                agreed = 1;
+            }
+            thread = th;
+            i = (i + 1) % lists.len();
+        }
+        if !visit(candidate, thread)? || candidate == 0 {
+            return Ok(());
+        }
+        upto = candidate - 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_round_trip_and_a_cut_one_is_damage() {
+        let pairs = [(5, 1), (6, 1), (300, 2), (1 << 40, 9)];
+        assert_eq!(
+            decode_block(5, &encode_block(5, &pairs)).unwrap(),
+            pairs.to_vec()
+        );
+        assert!(decode_block(0, &[0x80]).is_err(), "a cut varint is damage");
+    }
+}

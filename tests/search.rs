@@ -1,0 +1,284 @@
+//! `search` (SPEC §14.4) beyond the transcripts: results equal a brute-force scan
+//! of every body for random forums and queries (forums large enough that the word
+//! index merges its tail several times); the index stays right when a batch holds
+//! a refused post; a forum file of schema version 2 gains the index on open, with
+//! progress, and finds its old messages.
+
+use std::sync::{Arc, Mutex};
+
+use parley_forum::protocol::words;
+use parley_forum::{Config, Forum, Right, TokenSpec};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const VOCABULARY: [&str; 12] = [
+    "port", "Server", "dev", "ÉCOLE", "grüße", "8080", "free", "ci", "retry", "log", "x²", "日本",
+];
+
+fn config() -> Config {
+    let mut config = Config::default();
+    config.limits.writes_per_minute = 0;
+    config.limits.thread_max_messages = 1_000_000;
+    config
+}
+
+struct Cast {
+    forum: Forum,
+    alice: String,
+    bob: String,
+}
+
+fn cast(forum: Forum) -> Cast {
+    let rights = [Right::Read, Right::Write];
+    let alice = forum
+        .create_token(&TokenSpec::llm("alice", &rights))
+        .unwrap();
+    let bob = forum.create_token(&TokenSpec::llm("bob", &rights)).unwrap();
+    Cast { forum, alice, bob }
+}
+
+/// Posts `bodies` in a few threads (alice asks, bob notes), returning each
+/// message's id, thread and body in posting order.
+fn fill(c: &Cast, bodies: &[String]) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut threads: Vec<String> = Vec::new();
+    for (i, body) in bodies.iter().enumerate() {
+        let r = if i % 7 == 0 || threads.is_empty() {
+            c.forum
+                .call(
+                    Some(&c.alice),
+                    "post",
+                    &json!({"kind": "ask", "body": body}),
+                )
+                .unwrap()
+        } else {
+            let t = &threads[i % threads.len()];
+            c.forum
+                .call(
+                    Some(&c.bob),
+                    "post",
+                    &json!({"kind": "note", "thread": t, "body": body, "from": {"extension": format!("e{i}")}}),
+                )
+                .unwrap()
+        };
+        let thread = r["thread"]["id"].as_str().unwrap().to_string();
+        if !threads.contains(&thread) {
+            threads.push(thread.clone());
+        }
+        out.push((
+            r["message"]["id"].as_str().unwrap().to_string(),
+            thread,
+            body.clone(),
+        ));
+    }
+    out
+}
+
+/// Every page of a search, newest first.
+fn search_all(c: &Cast, q: &str, thread: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut since: Option<String> = None;
+    loop {
+        let mut args = json!({ "q": q, "limit": 37 });
+        if let Some(t) = thread {
+            args["thread"] = json!(t);
+        }
+        if let Some(s) = &since {
+            args["since"] = json!(s);
+        }
+        let page = c.forum.call(Some(&c.bob), "search", &args).unwrap();
+        for item in page["items"].as_array().unwrap() {
+            out.push(item["message"]["id"].as_str().unwrap().to_string());
+        }
+        if page["more"] != Value::Bool(true) {
+            return out;
+        }
+        since = Some(page["cursor"].as_str().unwrap().to_string());
+    }
+}
+
+fn brute_force(posted: &[(String, String, String)], q: &str, thread: Option<&str>) -> Vec<String> {
+    let wanted = words::distinct(q);
+    posted
+        .iter()
+        .rev()
+        .filter(|(_, t, _)| thread.is_none_or(|w| w == t))
+        .filter(|(_, _, body)| {
+            let held = words::distinct(body);
+            wanted.iter().all(|w| held.contains(w))
+        })
+        .map(|(id, _, _)| id.clone())
+        .collect()
+}
+
+fn body_strategy() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        (
+            0..VOCABULARY.len(),
+            prop::sample::select(vec![" ", ", ", "-", "! ", "\n"]),
+        ),
+        1..9,
+    )
+    .prop_map(|parts| {
+        parts
+            .into_iter()
+            .map(|(w, sep)| format!("{}{sep}", VOCABULARY[w]))
+            .collect::<String>()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PARLEY_FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(6),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn search_equals_a_brute_force_scan(
+        bodies in prop::collection::vec(body_strategy(), 300..1400),
+        queries in prop::collection::vec(prop::collection::vec(0..VOCABULARY.len(), 1..4), 6),
+    ) {
+        let c = cast(Forum::in_memory(config()).unwrap());
+        // Unique bodies: the repeat guard must not refuse any.
+        let bodies: Vec<String> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| format!("{b} n{i}"))
+            .collect();
+        let posted = fill(&c, &bodies);
+        for q in &queries {
+            let text = q.iter().map(|w| VOCABULARY[*w]).collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(search_all(&c, &text, None), brute_force(&posted, &text, None), "q = {}", text);
+            let thread = posted[posted.len() / 2].1.clone();
+            prop_assert_eq!(
+                search_all(&c, &text, Some(&thread)),
+                brute_force(&posted, &text, Some(&thread)),
+                "q = {} in {}", text, thread
+            );
+        }
+    }
+}
+
+#[test]
+fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
+    let c = cast(Forum::in_memory(config()).unwrap());
+    let bodies: Vec<String> = (0..509).map(|i| format!("filler {i}")).collect();
+    let mut posted = fill(&c, &bodies);
+    let asked = c
+        .forum
+        .call(
+            Some(&c.alice),
+            "post",
+            &json!({"kind": "ask", "body": "needle one"}),
+        )
+        .unwrap();
+    let thread = asked["thread"]["id"].as_str().unwrap().to_string();
+    posted.push((
+        asked["message"]["id"].as_str().unwrap().to_string(),
+        thread.clone(),
+        "needle one".into(),
+    ));
+    // The batch crosses the merge point; its second post is refused (self_reply).
+    let ok1 = json!({"kind": "note", "thread": thread, "body": "needle two"});
+    let refused = json!({"kind": "note", "thread": thread, "body": "needle refused"});
+    let ok2 = json!({"kind": "note", "thread": thread, "body": "needle three", "from": {"extension": "x"}});
+    let out = c.forum.post_all(&[
+        (Some(c.bob.as_str()), &ok1),
+        (Some(c.alice.as_str()), &refused),
+        (Some(c.bob.as_str()), &ok2),
+    ]);
+    assert!(out[1].is_err(), "alice replying to her own question");
+    for (r, body) in [(&out[0], "needle two"), (&out[2], "needle three")] {
+        let r = r.as_ref().unwrap();
+        posted.push((
+            r["message"]["id"].as_str().unwrap().to_string(),
+            thread.clone(),
+            body.into(),
+        ));
+    }
+    for more in 0..600 {
+        let r = c
+            .forum
+            .call(
+                Some(&c.alice),
+                "post",
+                &json!({"kind": "ask", "body": format!("later {more} needle")}),
+            )
+            .unwrap();
+        posted.push((
+            r["message"]["id"].as_str().unwrap().to_string(),
+            r["thread"]["id"].as_str().unwrap().to_string(),
+            format!("later {more} needle"),
+        ));
+    }
+    assert_eq!(
+        search_all(&c, "needle", None),
+        brute_force(&posted, "needle", None)
+    );
+    assert!(search_all(&c, "refused", None).is_empty());
+}
+
+/// Rewrites a closed forum file as schema version 2 left it: no word index, no
+/// idempotency table.
+fn downgrade_to_version_2(path: &std::path::Path) {
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("parley_meta");
+        let mut meta = txn.open_table(meta).unwrap();
+        meta.insert("schema_version", 2).unwrap();
+        meta.remove("words_merged_through").unwrap();
+    }
+    let blocks: redb::TableDefinition<(&str, u64), &[u8]> =
+        redb::TableDefinition::new("word_blocks");
+    assert!(txn.delete_table(blocks).unwrap());
+    let idem: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("idempotency");
+    assert!(txn.delete_table(idem).unwrap());
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_version_2_file_gains_the_index_on_open_with_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.redb");
+    let mut config = config();
+    config.durability = parley_forum::Durability::Volatile;
+    let c = cast(Forum::open(&path, config.clone()).unwrap());
+    let bodies: Vec<String> = (0..5600)
+        .map(|i| format!("{} old message {i}", VOCABULARY[i % VOCABULARY.len()]))
+        .collect();
+    let posted = fill(&c, &bodies);
+    let (alice, bob) = (c.alice.clone(), c.bob.clone());
+    drop(c);
+    downgrade_to_version_2(&path);
+
+    let seen: Arc<Mutex<Vec<(String, u64, u64)>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    config.progress = Some(Arc::new(move |what: &str, done, total| {
+        log.lock().unwrap().push((what.to_string(), done, total));
+    }));
+    let c = Cast {
+        forum: Forum::open(&path, config).unwrap(),
+        alice,
+        bob,
+    };
+    let steps = seen.lock().unwrap().clone();
+    assert!(steps.len() >= 2, "the index was built in steps: {steps:?}");
+    let (what, done, total) = steps.last().unwrap();
+    assert_eq!(what, "indexing words for search");
+    assert_eq!(done, total);
+    assert!(*total >= 5600);
+    for q in ["port", "old 8080", "message 5599", "grüße"] {
+        assert_eq!(
+            search_all(&c, q, None),
+            brute_force(&posted, q, None),
+            "q = {q}"
+        );
+    }
+    let report = parley_forum::store::check(&path);
+    assert!(report.is_err(), "open: the file is held");
+    drop(c);
+    let report = parley_forum::store::check(&path).unwrap();
+    assert_eq!(report.schema_version, 3);
+}
