@@ -234,7 +234,8 @@ fn errors_are_one_clear_line() {
         db: not_a_forum,
     }
     .run(&["token", "list"]);
-    assert_one_line_failure(&out, 1, "cannot open");
+    assert_one_line_failure(&out, 1, "is not a Parley forum");
+    assert_eq!(std::fs::read_to_string(&not_a_forum).unwrap(), "hello");
 }
 
 #[test]
