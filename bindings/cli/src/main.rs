@@ -9,6 +9,7 @@ mod check;
 mod demo;
 mod http;
 mod reads;
+mod search;
 mod stdio;
 mod view;
 
@@ -106,6 +107,22 @@ enum Command {
         auth: TokenArg,
         /// The claim id (`cl_1` or `1`).
         id: String,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find messages holding every one of WORDS, newest first.
+    Search {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The words (1 to 16); case does not matter.
+        #[arg(required = true, num_args = 1..)]
+        words: Vec<String>,
+        /// Only in this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        #[command(flatten)]
+        page: reads::Page,
         /// Print the raw result as JSON.
         #[arg(long)]
         json: bool,
@@ -301,6 +318,20 @@ fn run(cli: Cli) -> CmdResult {
             &open(&cli.db, config()?, false)?,
             auth.token.as_deref(),
             &id,
+            json,
+        ),
+        Command::Search {
+            auth,
+            words,
+            thread,
+            page,
+            json,
+        } => search::run(
+            &open(&cli.db, config()?, false)?,
+            auth.token.as_deref(),
+            &words,
+            thread,
+            &page,
             json,
         ),
         Command::Check { path } => check::run(path.as_deref().unwrap_or(&cli.db)),

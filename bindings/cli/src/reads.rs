@@ -21,7 +21,7 @@ pub(crate) struct Page {
 }
 
 impl Page {
-    fn args(&self) -> Map<String, Value> {
+    pub(crate) fn args(&self) -> Map<String, Value> {
         let mut args = Map::new();
         if let Some(since) = &self.since {
             args.insert("since".into(), json!(since));
@@ -140,7 +140,7 @@ pub(crate) fn all_events(
     Ok(events)
 }
 
-fn print_json(value: &Value) {
+pub(crate) fn print_json(value: &Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())

@@ -167,3 +167,26 @@ fn check_refuses_a_foreign_or_missing_file_untouched() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!missing.exists(), "check creates nothing");
 }
+
+#[test]
+fn search_finds_messages_by_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = forum_with_posts(dir.path());
+    let out = parley(&db, &["token", "create", "bob"]);
+    let bob = text(&out.stdout).trim().to_string();
+    let out = parley(&db, &["search", "--token", &bob, "QUESTION", "7"]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(said.contains("msg_8 in th_8"), "{said}");
+    assert!(said.contains("question 7 of the check"), "{said}");
+    assert_eq!(said.matches(" in th_").count(), 1, "{said}");
+    let out = parley(&db, &["search", "--token", &bob, "question", "--limit", "3", "--json"]);
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 3);
+    assert_eq!(page["items"][0]["message"]["id"], "msg_20", "newest first");
+    let out = parley(&db, &["search", "--token", &bob, "nothing-like-this"]);
+    assert!(text(&out.stdout).contains("No message holds"));
+    let out = parley(&db, &["search", "--token", &bob, "!!!"]);
+    assert_eq!(out.status.code(), Some(3), "a refusal: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("invalid_argument"));
+}

@@ -1,0 +1,59 @@
+//! `parley search WORDS`: messages holding every word, newest first (SPEC §14.4).
+
+use std::fmt::Write as _;
+
+use parley_forum::Forum;
+use serde_json::{json, Value};
+
+use crate::reads::{print_json, Page};
+use crate::CmdResult;
+
+pub(crate) fn run(
+    forum: &Forum,
+    token: Option<&str>,
+    words: &[String],
+    thread: Option<String>,
+    page: &Page,
+    raw: bool,
+) -> CmdResult {
+    let mut args = page.args();
+    args.insert("q".into(), json!(words.join(" ")));
+    if let Some(thread) = thread {
+        args.insert("thread".into(), json!(thread));
+    }
+    let result = forum.call(token, "search", &Value::Object(args))?;
+    if raw {
+        print_json(&result);
+    } else {
+        print!("{}", describe(&result));
+    }
+    Ok(())
+}
+
+fn describe(result: &Value) -> String {
+    let mut out = String::new();
+    let items = result["items"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if items.is_empty() {
+        out.push_str("No message holds every one of these words.\n");
+    }
+    for item in items {
+        let (m, t) = (&item["message"], &item["thread"]);
+        let _ = writeln!(
+            out,
+            "{} in {} ({})  {} by {}",
+            m["id"].as_str().unwrap_or("?"),
+            t["id"].as_str().unwrap_or("?"),
+            t["state"].as_str().unwrap_or("?"),
+            m["kind"].as_str().unwrap_or("?"),
+            m["from"]["identity"].as_str().unwrap_or("?"),
+        );
+        let body = m["body"].as_str().unwrap_or("");
+        let _ = writeln!(out, "    {}", body.lines().next().unwrap_or(""));
+    }
+    if let Some(cursor) = result["cursor"].as_str() {
+        if result["more"].as_bool() == Some(true) {
+            let _ = writeln!(out, "(older matches: --since {cursor})");
+        }
+    }
+    out
+}
