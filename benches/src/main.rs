@@ -6,8 +6,10 @@
 mod baseline;
 mod fig_http;
 mod fig_listen;
+mod fig_listen_http;
 mod fig_read;
 mod fig_rss;
+mod fig_search;
 mod fig_transport;
 mod fig_write;
 mod measure;
@@ -26,8 +28,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 13] = [
-    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12",
+const FIGURES: [&str; 18] = [
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
+    "19", "20",
 ];
 
 #[derive(Parser)]
@@ -43,7 +46,7 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-12; `10-rust` is the Rust half of 10).
+    /// Only these figures, comma-separated (1-15, 19, 20; `10-rust` is the Rust half of 10).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where the temporary forum files go: a fresh directory is made inside it and
@@ -93,6 +96,9 @@ pub struct Sizes {
     pub call_posts: usize,
     pub rss_messages: usize,
     pub wake_rounds: usize,
+    pub idle_waiters: usize,
+    pub search_big: usize,
+    pub search_small: usize,
 }
 
 impl Sizes {
@@ -112,6 +118,9 @@ impl Sizes {
                 call_posts: 300,
                 rss_messages: 20_000,
                 wake_rounds: 30,
+                idle_waiters: 50,
+                search_big: 20_000,
+                search_small: 2_000,
             }
         } else {
             Sizes {
@@ -128,6 +137,9 @@ impl Sizes {
                 call_posts: 2_000,
                 rss_messages: 1_000_000,
                 wake_rounds: 400,
+                idle_waiters: 1_000,
+                search_big: 1_000_000,
+                search_small: 10_000,
             }
         }
     }
@@ -168,6 +180,11 @@ fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>>
         "10-rust" => one(fig_transport::rust_call(&sub, sizes)),
         "11" => one(fig_rss::rss(&sub, sizes)),
         "12" => one(fig_listen::wake(&sub, sizes)),
+        "13" => fig_listen_http::wake(&sub, sizes),
+        "14" => one(fig_listen_http::busy(&sub, sizes)),
+        "15" => one(fig_listen_http::memory(&sub, sizes)),
+        "19" => one(fig_search::search(&sub, sizes)),
+        "20" => one(fig_search::replay(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -41,6 +41,10 @@ pub struct Forum {
     pub(crate) config: Config,
     group: group::Group<post::PostJob, post::Applied>,
     callers: tokens::CallerCache,
+    /// Hints of keyed posts committed by this handle (see `post::RecentKeys`).
+    recent_keys: post::RecentKeys,
+    /// When keyed posts next forget expired keys (ms).
+    next_purge: std::sync::atomic::AtomicI64,
     pub(crate) watch: std::sync::Arc<listen::Watch>,
 }
 
@@ -79,6 +83,8 @@ impl Forum {
             config,
             group: Default::default(),
             callers: Default::default(),
+            recent_keys: Default::default(),
+            next_purge: Default::default(),
             watch: Default::default(),
         })
     }

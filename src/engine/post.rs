@@ -103,10 +103,15 @@ impl Forum {
             token: presented(token),
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
         };
-        if let Some(replay) = self.replay_early(&job)? {
+        let hint = RecentKeys::hint(&job);
+        if let Some(replay) = self.replay_early(&job, hint)? {
             return Ok(replay.render());
         }
-        self.group.submit(job, &Poster(self)).map(Applied::render)
+        let posted = self.group.submit(job, &Poster(self)).map(Applied::render);
+        if let (Some(hint), Ok(_)) = (hint, &posted) {
+            self.recent_keys.note(hint);
+        }
+        posted
     }
 
     /// A retry whose first post is committed replays from a snapshot, without a
@@ -114,7 +119,12 @@ impl Forum {
     /// remembered, a token or right that would be refused) goes the normal way,
     /// where the same checks run again inside the batch: a racing retry then
     /// still writes once.
-    fn replay_early(&self, job: &PostJob) -> Result<Option<Applied>> {
+    fn replay_early(&self, job: &PostJob, hint: Option<u64>) -> Result<Option<Applied>> {
+        // A key this handle never posted under (the common case: a first try)
+        // skips the snapshot; the batch decides.
+        if !hint.is_some_and(|h| self.recent_keys.holds(h)) {
+            return Ok(None);
+        }
         let Ok(env) = &job.checked else {
             return Ok(None);
         };
@@ -141,6 +151,7 @@ impl Forum {
     /// gathered its bunch already.
     pub fn post_all(&self, posts: &[(Option<&str>, &Value)]) -> Vec<Result<Value>> {
         let mut jobs = Vec::with_capacity(posts.len());
+        let mut hints = Vec::with_capacity(posts.len());
         let mut early: Vec<Option<Result<Value>>> = Vec::with_capacity(posts.len());
         for (token, envelope) in posts {
             if !(envelope.is_object() || envelope.is_null()) {
@@ -151,7 +162,8 @@ impl Forum {
                 token: presented(*token),
                 checked: envelope::check(envelope, &self.config.limits, self.config.dialectic),
             };
-            match self.replay_early(&job) {
+            let hint = RecentKeys::hint(&job);
+            match self.replay_early(&job, hint) {
                 Ok(None) => {}
                 Ok(Some(replay)) => {
                     early.push(Some(Ok(replay.render())));
@@ -163,11 +175,16 @@ impl Forum {
                 }
             }
             early.push(None);
+            hints.push(hint);
             jobs.push(job);
         }
-        let mut done = self
-            .group
-            .submit_all(jobs, &Poster(self), Gather::No)
+        let outcomes = self.group.submit_all(jobs, &Poster(self), Gather::No);
+        for (hint, outcome) in hints.iter().zip(&outcomes) {
+            if let (Some(hint), Ok(_)) = (hint, outcome) {
+                self.recent_keys.note(*hint);
+            }
+        }
+        let mut done = outcomes
             .into_iter()
             .map(|outcome| outcome.map(Applied::render));
         early
@@ -228,7 +245,7 @@ impl Forum {
                 digest: key.digest,
             };
             tx.remember(&caller.identity, &key.key, &post)?;
-            tx.forget_remembered(now - self.ttl_ms(), FORGET_PER_POST)?;
+            self.forget_expired(tx, now)?;
         }
         Ok(applied)
     }
@@ -555,7 +572,63 @@ impl Forum {
 
 /// Expired idempotency records a keyed post forgets, at most: the age index
 /// hands them out oldest first, so none is ever looked for by a scan.
-const FORGET_PER_POST: usize = 8;
+const FORGET_PER_POST: usize = 64;
+
+impl Forum {
+    /// Forgets expired keys: at most once a second, or at every keyed post while
+    /// a run finds a full batch of them.
+    fn forget_expired(&self, tx: &mut dyn WriteTx, now: i64) -> Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if now < self.next_purge.load(Relaxed) {
+            return Ok(());
+        }
+        let forgotten = tx.forget_remembered(now - self.ttl_ms(), FORGET_PER_POST)?;
+        let next = if forgotten == FORGET_PER_POST {
+            now
+        } else {
+            now + 1000
+        };
+        self.next_purge.store(next, Relaxed);
+        Ok(())
+    }
+}
+
+/// Hints of the (token, key) pairs this handle committed a keyed post under, so
+/// that only a likely retry reads a snapshot before it queues. A hint is never
+/// trusted: the snapshot (or the batch) decides. Bounded: past its size the set
+/// starts over, and retries then replay inside the batch, as after a reopen.
+#[derive(Default)]
+pub(crate) struct RecentKeys(std::sync::Mutex<std::collections::HashSet<u64>>);
+
+/// Hints kept before the set starts over.
+const RECENT_KEYS: usize = 1 << 16;
+
+impl RecentKeys {
+    fn hint(job: &PostJob) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let key = &job.checked.as_ref().ok()?.idempotency.as_ref()?.key;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        job.token.hash(&mut h);
+        key.hash(&mut h);
+        Some(h.finish())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn note(&self, hint: u64) {
+        let mut set = self.lock();
+        if set.len() >= RECENT_KEYS {
+            set.clear();
+        }
+        set.insert(hint);
+    }
+
+    fn holds(&self, hint: u64) -> bool {
+        self.lock().contains(&hint)
+    }
+}
 
 /// What a post wrote. The batch's leader returns it and each caller renders its
 /// own result after the commit, so rendering runs beside the next batch.

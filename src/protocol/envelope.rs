@@ -257,6 +257,37 @@ fn is_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
+/// SHA-256 of the envelope as canonical JSON without `idempotency_key`: serde_json's
+/// map keeps its keys sorted, so equal envelopes give equal text. Written straight
+/// into the hasher, without a copy of the envelope.
+fn digest_without_key(obj: &Map<String, Value>) -> sha2::digest::Output<sha2::Sha256> {
+    struct Hashing(sha2::Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(sha2::Sha256::new());
+    let mut first = true;
+    h.0.update(b"{");
+    for (k, v) in obj.iter().filter(|(k, _)| k.as_str() != "idempotency_key") {
+        if !first {
+            h.0.update(b",");
+        }
+        first = false;
+        // Writing JSON into a hasher cannot fail.
+        let _ = serde_json::to_writer(&mut h, k);
+        h.0.update(b":");
+        let _ = serde_json::to_writer(&mut h, v);
+    }
+    h.0.update(b"}");
+    h.0.finalize()
+}
+
 /// `idempotency_key`: 1-128 characters of `[A-Za-z0-9._:-]`.
 fn check_idempotency(obj: &Map<String, Value>) -> Result<Option<Idempotency>, Refusal> {
     let Some(v) = present(obj, "idempotency_key") else {
@@ -269,11 +300,7 @@ fn check_idempotency(obj: &Map<String, Value>) -> Result<Option<Idempotency>, Re
             format!("`idempotency_key` is 1-{KEY_MAX} characters of [A-Za-z0-9._:-]"),
         ));
     }
-    let mut rest = obj.clone();
-    rest.remove("idempotency_key");
-    // serde_json's map keeps its keys sorted: this text is canonical.
-    let text = serde_json::to_vec(&rest).expect("a JSON value serializes");
-    let full: [u8; 32] = sha2::Sha256::digest(&text).into();
+    let full: [u8; 32] = digest_without_key(obj).into();
     let mut digest = [0u8; 16];
     digest.copy_from_slice(&full[..16]);
     Ok(Some(Idempotency {
@@ -561,5 +588,26 @@ mod tests {
             ..Limits::default()
         };
         assert!(check(&json!({"kind": "ask", "body": "äöü"}), &limits, true).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_is_that_of_the_canonical_envelope_without_its_key() {
+        let with_key = serde_json::json!({
+            "kind": "ask", "body": "b \"q\" ü", "idempotency_key": "k", "from": {"extension": "e"}
+        });
+        let mut without = with_key.as_object().unwrap().clone();
+        without.remove("idempotency_key");
+        let expected: [u8; 32] = sha2::Sha256::digest(serde_json::to_vec(&without).unwrap()).into();
+        let got: [u8; 32] = digest_without_key(with_key.as_object().unwrap()).into();
+        assert_eq!(got, expected);
+        let reordered =
+            serde_json::json!({"from": {"extension": "e"}, "body": "b \"q\" ü", "kind": "ask"});
+        let got2: [u8; 32] = digest_without_key(reordered.as_object().unwrap()).into();
+        assert_eq!(got2, expected, "key order does not matter");
     }
 }
