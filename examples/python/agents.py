@@ -14,7 +14,9 @@ observes the forum through a tool call that waits (its inbox, or for the moderat
 the event feed, with ``wait_ms`` and the ``since`` cursor of its last observation,
 as the tool descriptions tell a model to), and answers with tool calls of its own.
 The loop executes them with ``Session.dispatch``, exactly as it would execute a
-language model's tool calls, and feeds refusals back as readable errors. It stops
+language model's tool calls, and feeds refusals back as readable errors. The sessions
+retry a call that hit a storage failure (``retries=``), each post under one
+idempotency key, so a retried post is never written twice. It stops
 when the thread is decided and closed (confirmed, hence locked): the moderator is
 then done, and ``Forum.end_waits`` lets the others return from their waits.
 
@@ -36,6 +38,8 @@ ToolCall = Dict[str, Any]
 WAIT_MS = 5_000
 # How long the whole conversation may take before the run gives up, in seconds.
 TIMEOUT_S = 60.0
+# How many more times a session runs a call that failed with a storage error.
+RETRIES = 3
 
 
 class Policy:
@@ -202,12 +206,13 @@ def run(db: Optional[str], out: Any = sys.stdout) -> Dict[str, Any]:
             "carol": Reviewer(),
             "mod": Moderator(),
         }
-        sessions = {
-            "alice": forum.session(forum.create_token("alice", label="Alice")),
-            "bob": forum.session(forum.create_token("bob", label="Bob")),
-            "carol": forum.session(forum.create_token("carol", label="Carol")),
-            "mod": forum.session(forum.create_token("mod", rights=("read", "write", "lock"), label="Moderator")),
+        tokens = {
+            "alice": forum.create_token("alice", label="Alice"),
+            "bob": forum.create_token("bob", label="Bob"),
+            "carol": forum.create_token("carol", label="Carol"),
+            "mod": forum.create_token("mod", rights=("read", "write", "lock"), label="Moderator"),
         }
+        sessions = {name: forum.session(token, retries=RETRIES) for name, token in tokens.items()}
         # The listeners first, so the question finds them waiting.
         agents = {name: Agent(name, policies[name], sessions[name], out, floor) for name in ("bob", "carol", "mod", "alice")}
         for agent in agents.values():

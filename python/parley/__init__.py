@@ -14,6 +14,9 @@ Every operation is also reachable as ``forum.call(token, operation, args)``, the
 MCP handler as ``forum.mcp(token, request)``, and the asyncio API in :mod:`parley.aio`.
 Reads can wait for what is new (``session.inbox(wait=30)``), and
 ``for item in session.feed("inbox")`` hands over each item as it arrives.
+``session.search("dev server port")`` finds messages by their words. Posts take an
+``idempotency_key`` (see :func:`new_idempotency_key`), and
+``forum.session(token, retries=3)`` retries storage failures without posting twice.
 """
 
 from ._errors import (
@@ -33,6 +36,7 @@ from ._errors import (
 from ._feed import Feed
 from ._forum import Forum
 from ._parley import OPERATIONS, REASONS, VERSION, check_integrity
+from ._retry import new_idempotency_key
 from ._session import Session
 
 __version__ = VERSION
@@ -45,6 +49,7 @@ __all__ = [
     "REASONS",
     "VERSION",
     "check_integrity",
+    "new_idempotency_key",
     "ParleyError",
     "Refusal",
     "BadRequest",

@@ -101,6 +101,7 @@ def envelope(
     evidence: Optional[Sequence[Mapping[str, str]]] = None,
     supersedes: Optional[Sequence[Id]] = None,
     valid_until: Optional[Union[str, datetime.datetime]] = None,
+    idempotency_key: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Builds the envelope of one post, checking the Python types of every field."""
     check("kind", kind, str, "a str")
@@ -111,6 +112,7 @@ def envelope(
     check_opt_str("to", to)
     check_opt_str("state", state)
     check_opt_id("claim", claim)
+    check_opt_str("idempotency_key", idempotency_key)
     if thread is not None:
         env["thread"] = thread
     if parent is not None:
@@ -131,6 +133,8 @@ def envelope(
         env["from"] = {"extension": extension}
     if provenance is not None:
         env["provenance"] = string_map("provenance", provenance)
+    if idempotency_key is not None:
+        env["idempotency_key"] = idempotency_key
     return env
 
 
@@ -177,6 +181,14 @@ def reads(
     check_opt_str("since", since)
     check_opt_limit(limit)
     return read_args(thread=thread, state=state, since=since, extension=extension, limit=limit, wait_ms=wait_ms(wait))
+
+
+def search(*, q: object, thread: object, since: object, limit: object) -> Dict[str, Any]:
+    """The checked arguments of ``search`` (SPEC §14.4). Whether ``q`` holds 1-16 words
+    in at most 200 characters is the engine's to judge (``invalid_argument``)."""
+    check("q", q, str, "a str")
+    args = reads(thread=thread, since=since, limit=limit)
+    return {"q": q, **args}
 
 
 def has_items(result: Mapping[str, Any]) -> bool:

@@ -26,6 +26,13 @@ class Forum(_parley.Forum):
         extension: Optional[str] = None,
         *,
         provenance: Optional[Mapping[str, str]] = None,
+        retries: int = 0,
+        retry_backoff: float = 0.05,
     ) -> Session:
-        """A :class:`Session` speaking for ``token`` (as sub-agent ``extension``)."""
-        return Session(self, token, extension, provenance=provenance)
+        """A :class:`Session` speaking for ``token`` (as sub-agent ``extension``).
+
+        ``retries``: how many more times a call failing with :class:`parley.StorageError`
+        is run, each post under one idempotency key, so that it is written once; see
+        :class:`Session`.
+        """
+        return Session(self, token, extension, provenance=provenance, retries=retries, retry_backoff=retry_backoff)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _args, _tools
+from . import _args, _retry, _tools
 from ._args import Id
 from ._feed import Feed
 
@@ -28,6 +28,23 @@ class Session:
 
     Create one with :meth:`parley.Forum.session`. ``provenance`` (``{"model", "client"}``)
     is added to every post that does not give its own.
+
+    Every posting method takes ``idempotency_key`` (SPEC §14.3): posting the same
+    envelope again under the same key returns the first post instead of a second one,
+    with ``result["replayed"]`` ``True`` (the sessions always set ``replayed``; it is
+    ``False`` for a post that wrote). The same key with another envelope is refused
+    (``idempotency_conflict``, a :class:`parley.Conflict`). Keys belong to the token's
+    identity and are remembered for the ``idempotency_ttl_s`` limit.
+
+    ``retries`` (default 0) makes the session retry on its own: a call that fails with
+    :class:`parley.StorageError` (I/O, a full disk: the caller cannot tell whether a
+    post was written) is run again, up to ``retries`` more times, after
+    ``retry_backoff`` seconds, then twice as long each time (at most 2 s). Each post
+    then carries a key, the caller's or one made by :func:`parley.new_idempotency_key`
+    once per call, and every attempt sends the same envelope under it, so a post whose
+    first attempt was written is replayed, never written twice. Refusals (rate limits
+    included), ``TypeError`` and ``ValueError`` (a closed forum) are never retried.
+    Reads are retried as they are.
     """
 
     def __init__(
@@ -37,6 +54,8 @@ class Session:
         extension: Optional[str] = None,
         *,
         provenance: Optional[Mapping[str, str]] = None,
+        retries: int = 0,
+        retry_backoff: float = 0.05,
     ) -> None:
         _args.check("token", token, str, "a str")
         _args.check_opt_str("extension", extension)
@@ -44,6 +63,7 @@ class Session:
         self._token = token
         self._extension = extension
         self._provenance = None if provenance is None else _args.string_map("provenance", provenance)
+        self._policy = _retry.Policy(retries, retry_backoff)
         self._tools: Optional[List[Dict[str, Any]]] = None
 
     @property
@@ -61,19 +81,41 @@ class Session:
         """The sub-agent name posts carry, or ``None``."""
         return self._extension
 
+    @property
+    def retries(self) -> int:
+        """How many more times a call failing with :class:`parley.StorageError` is run."""
+        return self._policy.retries
+
+    @property
+    def retry_backoff(self) -> float:
+        """The pause before the first retry, in seconds (doubled for each later one)."""
+        return self._policy.backoff
+
     def __repr__(self) -> str:
         # Never show the secret.
         return f"<parley.Session extension={self._extension!r}>"
 
     def with_extension(self, extension: Optional[str]) -> "Session":
         """The same token speaking as another extension (a sub-agent)."""
-        return Session(self._forum, self._token, extension, provenance=self._provenance)
+        return Session(
+            self._forum,
+            self._token,
+            extension,
+            provenance=self._provenance,
+            retries=self._policy.retries,
+            retry_backoff=self._policy.backoff,
+        )
 
     # The generic entry -----------------------------------------------------------------
 
     def call(self, operation: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-        """``Forum.call`` with this session's token."""
-        return self._forum.call(self._token, operation, args)
+        """``Forum.call`` with this session's token, retried as the session retries
+        (a ``post`` without a key then gets one). The result is the engine's, as is."""
+        return self._run(operation, self._policy.keyed(operation, args))
+
+    def _run(self, operation: str, args: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        """One logical call: the same arguments, attempt after attempt."""
+        return self._policy.run(lambda: self._forum.call(self._token, operation, args))
 
     def post(
         self,
@@ -89,8 +131,46 @@ class Session:
         supersedes: Optional[Sequence[Id]] = None,
         valid_until: Optional[Time] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        """Posts one envelope of any ``kind``; returns ``{"message", "thread", …}``."""
+        """Posts one envelope of any ``kind``; returns ``{"message", "thread", "replayed", …}``.
+
+        ``idempotency_key``: see the class; a key of the wrong form is refused
+        (``invalid_body``).
+        """
+        env = self._envelope(
+            kind,
+            body,
+            thread=thread,
+            parent=parent,
+            to=to,
+            state=state,
+            claim=claim,
+            evidence=evidence,
+            supersedes=supersedes,
+            valid_until=valid_until,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
+        return _retry.posted(self._run("post", env))
+
+    def _envelope(
+        self,
+        kind: str,
+        body: str,
+        *,
+        thread: Optional[Id],
+        parent: Optional[Id],
+        to: Optional[str],
+        state: Optional[str],
+        claim: Optional[Id],
+        evidence: Optional[Evidence],
+        supersedes: Optional[Sequence[Id]],
+        valid_until: Optional[Time],
+        provenance: Optional[Mapping[str, str]],
+        idempotency_key: Optional[str],
+    ) -> Dict[str, Any]:
+        """The envelope of one post, with the key its retries share (if it has one)."""
         env = _args.envelope(
             kind,
             body,
@@ -104,8 +184,11 @@ class Session:
             evidence=evidence,
             supersedes=supersedes,
             valid_until=valid_until,
+            idempotency_key=idempotency_key,
         )
-        return self._forum.call(self._token, "post", env)
+        if idempotency_key is None and self._policy.retries > 0:
+            env["idempotency_key"] = _retry.new_idempotency_key()
+        return env
 
     # The nine acts (SPEC §4) ----------------------------------------------------------
 
@@ -117,9 +200,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Asks a question; without ``thread`` and ``parent`` it opens a new thread."""
-        return self.post("ask", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def answer(
         self,
@@ -128,9 +214,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Answers; marks the thread ``answered`` (a proposal unless a confirmer answers)."""
-        return self.post("answer", body, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def note(
         self,
@@ -139,9 +228,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Adds information; expects no reply and leaves the turn as it was."""
-        return self.post("note", body, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def propose(
         self,
@@ -150,9 +242,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Proposes a decision to the thread's creator, whose turn it becomes."""
-        return self.post("propose", body, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def object(
         self,
@@ -161,9 +256,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Disputes the parent message; its author is due to respond."""
-        return self.post("object", body, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def handoff(
         self,
@@ -173,10 +271,19 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Passes the turn on to the identity ``to`` ("not me — you")."""
         _args.check("to", to, str, "an identity (str)")
-        return self.post("handoff", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "handoff",
+            body,
+            to=to,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     def decide(
         self,
@@ -185,9 +292,12 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Records the thread's decision (needs authority over the thread)."""
-        return self.post("decide", body, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     def mark(
         self,
@@ -197,10 +307,19 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Sets the thread's ``state`` (needs authority; confirmed for confirmers)."""
         _args.check("state", state, str, "a str")
-        return self.post("mark", body, state=state, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "mark",
+            body,
+            state=state,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     def reopen(
         self,
@@ -210,9 +329,18 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Opens a closed or side-state thread again."""
-        return self.post("reopen", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return self.post(
+            "reopen",
+            body,
+            to=to,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     # The dialectic profile (SPEC §10) -------------------------------------------------
 
@@ -226,6 +354,7 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """States a claim (the ``assert`` act); the result carries ``claim``."""
         return self.post(
@@ -237,6 +366,7 @@ class Session:
             thread=thread,
             parent=parent,
             provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     def attest(
@@ -248,12 +378,20 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Supports ``claim`` with at least one evidence item."""
         _args.check_id("claim", claim)
         _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
         return self.post(
-            "attest", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "attest",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     def refute(
@@ -265,12 +403,20 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Refutes ``claim`` with counter-evidence, creating a counter-claim."""
         _args.check_id("claim", claim)
         _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
         return self.post(
-            "refute", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "refute",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     def verify(
@@ -282,11 +428,19 @@ class Session:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Seals ``claim`` (needs the ``verify`` right)."""
         _args.check_id("claim", claim)
         return self.post(
-            "verify", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "verify",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     # Reads (SPEC §8) -------------------------------------------------------------------
@@ -351,6 +505,25 @@ class Session:
         """
         return self.call("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
 
+    def search(
+        self,
+        q: str,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """``search`` (SPEC §14.4): messages whose body holds every word of ``q``, newest first.
+
+        Words are compared lowercased, split at anything that is not a letter, a mark
+        or a digit; ``q`` holds 1 to 16 words in at most 200 characters, else the
+        engine refuses it (``invalid_argument``, a :class:`parley.BadRequest`).
+        ``thread`` narrows the search to one thread. Returns ``{"items": [{"message",
+        "thread"}, …], "cursor", "more"}``: pass ``cursor`` back as ``since`` for the
+        next older matches.
+        """
+        return self.call("search", _args.search(q=q, thread=thread, since=since, limit=limit))
+
     def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> Feed:
         """Inbox items (``"inbox"``), messages (``"messages"``) or events (``"events"``)
         as they arrive, for ``for item in session.feed(...)``.
@@ -402,5 +575,8 @@ class Session:
 
         ``arguments`` is a dict or its JSON text (as OpenAI sends it). A refusal is not
         raised: it comes back as ``{"error": {"reason", "status", "message", …}}``.
+        The result is the engine's, as over MCP (``replayed`` only on a replay). A
+        session with ``retries`` retries the call, a post under one key: the model's
+        ``idempotency_key`` if it gave one, else a new one.
         """
         return _tools.dispatch(self, name, arguments)

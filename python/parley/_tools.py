@@ -82,7 +82,8 @@ def dispatch(session: "Session", name: str, arguments: Union[Mapping[str, Any], 
     if error is not None:
         return error
     try:
-        return session.forum.call(session.token, name, args)
+        # The session's call: a session with `retries` retries it, and keys a post.
+        return session.call(name, args)
     except Refusal as refusal:
         return refused(refusal)
 

@@ -18,22 +18,27 @@ runs at once (``wait_ms=0``), and while it has nothing the coroutine awaits the
 forum's commit descriptor, watched by the event loop (``loop.add_reader``), and
 reads again after each commit. A thousand waiting coroutines are a thousand
 futures, not a thousand threads. (On an event loop without ``add_reader``, such as
-Windows' proactor loop, a wait falls back to a pool thread.)
+Windows' proactor loop, a wait falls back to a pool thread.) The machinery is in
+``parley._waits``.
+
+A session made with ``retries`` retries here too, with the pauses between attempts
+on the event loop (``asyncio.sleep``); see :class:`parley.Session`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import datetime
-import weakref
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Set, Union
+import os
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _args, _feed, _parley, _tools
+from . import _args, _feed, _retry, _tools
 from ._args import Id
 from ._errors import Refusal
 from ._forum import Forum
 from ._session import Session
+from ._waits import call as _call
+from ._waits import waiting_read as _waiting_read
 
 __all__ = ["AsyncFeed", "AsyncForum", "AsyncSession", "open"]
 
@@ -55,172 +60,6 @@ async def open(
         Forum, path, realm=realm, limits=limits, profiles=profiles, durable=durable, clock=clock
     )
     return AsyncForum(forum)
-
-class _Watch:
-    """One event loop's watch over one forum's commits.
-
-    Owns a commit descriptor of the forum (``Forum._commit_fd``) registered with the
-    loop. Each time it is readable the watch drains it, counts one more
-    ``generation`` and wakes every coroutine awaiting :meth:`changed`. End-of-file
-    means the forum closed: the watch unregisters and closes its descriptor, and wakes
-    everyone for the last time.
-    """
-
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
-        self.generation = 0
-        self.closed = False
-        self._fd = fd
-        self._waiters: Set["asyncio.Future[None]"] = set()
-        # No reference to the loop: the registry below is keyed by it weakly.
-        self._loop = weakref.ref(loop)
-        self._release = weakref.finalize(self, os.close, fd)
-        try:
-            loop.add_reader(fd, self._readable)
-        except BaseException:
-            self._release()
-            raise
-
-    def _readable(self) -> None:
-        end = False
-        while True:
-            try:
-                chunk = os.read(self._fd, 4096)
-            except BlockingIOError:
-                break
-            if not chunk:
-                end = True
-                break
-        self.generation += 1
-        if end:
-            self.closed = True
-            loop = self._loop()
-            if loop is not None:
-                loop.remove_reader(self._fd)
-            self._release()
-        waiters, self._waiters = self._waiters, set()
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def changed(self, seen: int, timeout: Optional[float]) -> None:
-        """Returns once ``generation`` is past ``seen``, the forum closed, or ``timeout``
-        seconds passed (``None``: no time limit)."""
-        if self.generation != seen or self.closed:
-            return
-        loop = asyncio.get_running_loop()
-        waiter: "asyncio.Future[None]" = loop.create_future()
-        self._waiters.add(waiter)
-        timer = None if timeout is None else loop.call_later(timeout, _settle, waiter)
-        try:
-            await waiter
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self._waiters.discard(waiter)
-
-
-def _settle(waiter: "asyncio.Future[None]") -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-# forum -> loop -> watch, both weakly: a watch lives as long as its forum and its loop.
-_watches: "weakref.WeakKeyDictionary[_parley.Forum, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch]]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _watch(forum: _parley.Forum) -> Optional[_Watch]:
-    """The running loop's watch on ``forum``, made on first use; ``None`` where the
-    loop or the platform cannot watch a descriptor. ``ValueError`` once closed."""
-    loop = asyncio.get_running_loop()
-    per_loop = _watches.setdefault(forum, weakref.WeakKeyDictionary())
-    watch = per_loop.get(loop)
-    if watch is not None and not watch.closed:
-        return watch
-    try:
-        fd = forum._commit_fd()
-    except NotImplementedError:
-        return None
-    try:
-        watch = _Watch(fd, loop)
-    except NotImplementedError:
-        return None
-    per_loop[loop] = watch
-    return watch
-
-
-def _bad_wait(forum: _parley.Forum, wait_ms: int) -> Optional[Refusal]:
-    """The engine's refusal of a ``wait_ms`` out of range (SPEC §14.2), which a read
-    run with ``wait_ms`` 0 cannot give."""
-    most = forum.limits["wait_max_ms"]
-    if 0 <= wait_ms <= most:
-        return None
-    return Refusal.from_data(
-        {
-            "reason": "invalid_argument",
-            "status": 400,
-            "message": f"`wait_ms` must be an integer from 0 to {most}",
-            "field": "wait_ms",
-            "limit": "wait_max_ms",
-        }
-    )
-
-
-async def _waiting_read(
-    session: Session, operation: str, args: Mapping[str, Any], wait_ms: Optional[int]
-) -> Dict[str, Any]:
-    """Runs a read of the listen profile the way the engine runs ``wait_ms`` (SPEC §14.2),
-    waiting on the event loop instead of in a thread. ``wait_ms=None``: wait until there
-    is an item or the forum's waits end."""
-    forum = session.forum
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    watch = _watch(forum)
-    if watch is None:
-        return await _waiting_read_in_thread(session, operation, args, wait_ms)
-    # `wait_ms` 0 still checks the profile is on; the range is checked below, after the
-    # read's own checks, in the engine's order.
-    plain = dict(args, wait_ms=0)
-    seen = watch.generation
-    result = await asyncio.to_thread(session.call, operation, plain)
-    if wait_ms is not None:
-        refusal = _bad_wait(forum, wait_ms)
-        if refusal is not None:
-            raise refusal
-    deadline = None if wait_ms is None else start + wait_ms / 1000
-    while not _args.has_items(result) and not forum.waits_ended and not watch.closed:
-        timeout = None
-        if deadline is not None:
-            timeout = deadline - loop.time()
-            if timeout <= 0:
-                break
-        await watch.changed(seen, timeout)
-        # Counted before the read: a commit during it rings again.
-        seen = watch.generation
-        try:
-            result = await asyncio.to_thread(session.call, operation, plain)
-        except ValueError:
-            if forum.closed:  # closed while waiting: the current result stands
-                break
-            raise
-    return result
-
-
-async def _waiting_read_in_thread(
-    session: Session, operation: str, args: Mapping[str, Any], wait_ms: Optional[int]
-) -> Dict[str, Any]:
-    """The fallback of :func:`_waiting_read`: the engine waits, in a pool thread."""
-    forum = session.forum
-    if wait_ms is not None:
-        return await asyncio.to_thread(session.call, operation, dict(args, wait_ms=wait_ms))
-    while True:
-        most = forum.limits["wait_max_ms"]
-        result = await asyncio.to_thread(session.call, operation, dict(args, wait_ms=most))
-        if _args.has_items(result) or forum.waits_ended:
-            return result
-        if most == 0:
-            await asyncio.sleep(_feed._POLL_S)
 
 
 class AsyncFeed(AsyncIterator[Dict[str, Any]]):
@@ -361,9 +200,15 @@ class AsyncForum:
         extension: Optional[str] = None,
         *,
         provenance: Optional[Mapping[str, str]] = None,
+        retries: int = 0,
+        retry_backoff: float = 0.05,
     ) -> "AsyncSession":
-        """An :class:`AsyncSession` speaking for ``token``."""
-        return AsyncSession(self._forum.session(token, extension, provenance=provenance))
+        """An :class:`AsyncSession` speaking for ``token``; ``retries`` as in
+        :meth:`parley.Forum.session` (the pauses between attempts hold no thread)."""
+        session = self._forum.session(
+            token, extension, provenance=provenance, retries=retries, retry_backoff=retry_backoff
+        )
+        return AsyncSession(session)
 
 
 class AsyncSession:
@@ -383,6 +228,11 @@ class AsyncSession:
     def extension(self) -> Optional[str]:
         return self._session.extension
 
+    @property
+    def retries(self) -> int:
+        """How many more times a call failing with :class:`parley.StorageError` is run."""
+        return self._session.retries
+
     def __repr__(self) -> str:
         return f"<parley.aio.AsyncSession extension={self._session.extension!r}>"
 
@@ -390,7 +240,8 @@ class AsyncSession:
         return AsyncSession(self._session.with_extension(extension))
 
     async def call(self, operation: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.call, operation, args)
+        """The generic call; see :meth:`parley.Session.call`."""
+        return await _call(self._session, operation, self._session._policy.keyed(operation, args))
 
     async def post(
         self,
@@ -406,9 +257,11 @@ class AsyncSession:
         supersedes: Optional[Sequence[Id]] = None,
         valid_until: Optional[Time] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await asyncio.to_thread(
-            self._session.post,
+        """Posts one envelope; see :meth:`parley.Session.post` (``idempotency_key``,
+        ``replayed``, and how a session with ``retries`` retries)."""
+        env = self._session._envelope(
             kind,
             body,
             thread=thread,
@@ -420,7 +273,9 @@ class AsyncSession:
             supersedes=supersedes,
             valid_until=valid_until,
             provenance=provenance,
+            idempotency_key=idempotency_key,
         )
+        return _retry.posted(await _call(self._session, "post", env))
 
     async def ask(
         self,
@@ -430,8 +285,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("ask", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def answer(
         self,
@@ -440,8 +298,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("answer", body, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def note(
         self,
@@ -450,8 +311,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("note", body, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def propose(
         self,
@@ -460,8 +324,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("propose", body, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def object(
         self,
@@ -470,8 +337,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("object", body, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def handoff(
         self,
@@ -481,8 +351,17 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("handoff", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "handoff",
+            body,
+            to=to,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     async def decide(
         self,
@@ -491,8 +370,11 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("decide", body, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+        )
 
     async def mark(
         self,
@@ -502,8 +384,17 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("mark", body, state=state, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "mark",
+            body,
+            state=state,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     async def reopen(
         self,
@@ -513,8 +404,17 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
-        return await self.post("reopen", body, to=to, thread=thread, parent=parent, provenance=provenance)
+        return await self.post(
+            "reopen",
+            body,
+            to=to,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
+        )
 
     async def claim(
         self,
@@ -526,6 +426,7 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         """States a claim (the ``assert`` act)."""
         return await self.post(
@@ -537,6 +438,7 @@ class AsyncSession:
             thread=thread,
             parent=parent,
             provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     async def attest(
@@ -548,9 +450,17 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         return await self.post(
-            "attest", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "attest",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     async def refute(
@@ -562,9 +472,17 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         return await self.post(
-            "refute", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "refute",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     async def verify(
@@ -576,18 +494,27 @@ class AsyncSession:
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Dict[str, Any]:
         return await self.post(
-            "verify", body, claim=claim, evidence=evidence, thread=thread, parent=parent, provenance=provenance
+            "verify",
+            body,
+            claim=claim,
+            evidence=evidence,
+            thread=thread,
+            parent=parent,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     async def thread(self, thread: Id) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.thread, thread)
+        _args.check_id("thread", thread)
+        return await _call(self._session, "get_thread", {"thread": thread})
 
     async def _read(self, operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
         wait_ms = args.pop("wait_ms", None)
         if wait_ms is None:
-            return await asyncio.to_thread(self._session.call, operation, args)
+            return await _call(self._session, operation, args)
         return await _waiting_read(self._session, operation, args, wait_ms)
 
     async def threads(
@@ -635,21 +562,33 @@ class AsyncSession:
         """``get_messages``; ``wait`` (seconds) as in :meth:`inbox`."""
         return await self._read("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
 
+    async def search(
+        self,
+        q: str,
+        *,
+        thread: Optional[Id] = None,
+        since: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """``search``, newest first; see :meth:`parley.Session.search`."""
+        return await _call(self._session, "search", _args.search(q=q, thread=thread, since=since, limit=limit))
+
     def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> AsyncFeed:
         """``async for item in session.feed(...)``: inbox items, messages or events as
         they arrive; see :meth:`parley.Session.feed`. Waiting holds no thread."""
         return AsyncFeed(self._session, kind, thread=thread, since=since)
 
     async def claim_status(self, claim: Id) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.claim_status, claim)
+        _args.check_id("claim", claim)
+        return await _call(self._session, "get_claim", {"claim": claim})
 
     get_claim = claim_status
 
     async def whoami(self) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.whoami)
+        return await _call(self._session, "whoami", None)
 
     async def manifest(self) -> Dict[str, Any]:
-        return await asyncio.to_thread(self._session.manifest)
+        return await _call(self._session, "get_manifest", None)
 
     async def tools(self, format: str = "mcp") -> List[Dict[str, Any]]:
         """The operations as tool schemas; see :meth:`parley.Session.tools`."""
@@ -673,6 +612,6 @@ class AsyncSession:
             if name in _args.WAITING_READS and type(wait_ms) is int and wait_ms > 0:
                 del args["wait_ms"]
                 return await _waiting_read(session, name, args, wait_ms)
-            return await asyncio.to_thread(session.forum.call, session.token, name, args)
+            return await _call(session, name, session._policy.keyed(name, args))
         except Refusal as refusal:
             return _tools.refused(refusal)

@@ -33,7 +33,7 @@ async def waiters_on(forum: parley.aio.AsyncForum, count: int) -> None:
     """Returns once ``count`` coroutines await the loop's watch on ``forum``."""
     loop = asyncio.get_running_loop()
     for _ in range(int(LONG / 0.01)):
-        watch = parley.aio._watches.get(forum.forum, {}).get(loop)
+        watch = parley._waits._watches.get(forum.forum, {}).get(loop)
         if watch is not None and len(watch._waiters) >= count:
             return
         await asyncio.sleep(0.01)
@@ -232,7 +232,7 @@ def test_a_cancelled_wait_leaves_nothing_behind() -> None:
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await waiting
-            watch = parley.aio._watches[forum.forum][asyncio.get_running_loop()]
+            watch = parley._waits._watches[forum.forum][asyncio.get_running_loop()]
             assert len(watch._waiters) == 0
             # A wait that times out leaves no waiter either.
             assert (await bob.inbox(wait=0.05))["items"] == []

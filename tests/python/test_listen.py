@@ -47,8 +47,10 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
     manifest = listening.manifest()
     assert manifest["profiles"]["listen"]["operations"] == list(_args.WAITING_READS)
     assert "dialectic" in manifest["profiles"]
-    assert manifest["operations"][-1] == "get_messages" == parley.OPERATIONS[-1]
-    assert len(parley.OPERATIONS) == 9
+    # New operations come after the eight of v1, in a fixed order (SPEC §11).
+    assert manifest["operations"] == list(parley.OPERATIONS)
+    assert parley.OPERATIONS[-2:] == ("get_messages", "search")
+    assert len(parley.OPERATIONS) == 10
     assert str(inspect.signature(parley.Forum).parameters["profiles"]) == "profiles=['dialectic', 'listen']"
 
 

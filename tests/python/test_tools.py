@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from typing import Dict
 
 import mcp.types
 import pytest
 
 import parley
+import parley.aio
 
 
 def test_tools_come_from_the_mcp_handler(forum: parley.Forum, tokens: Dict[str, str]) -> None:
@@ -119,3 +122,57 @@ def test_mcp_accepts_text_and_ignores_notifications(forum: parley.Forum) -> None
     assert forum.mcp(None, {"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
     broken = forum.mcp(None, "{not json")
     assert broken is not None and broken["error"]["code"] == -32700
+
+
+def test_every_format_carries_search_and_the_idempotency_key(forum: parley.Forum, tokens: Dict[str, str]) -> None:
+    session = forum.session(tokens["alice"])
+    schemas = {
+        "mcp": {t["name"]: t["inputSchema"] for t in session.tools("mcp")},
+        "openai": {t["function"]["name"]: t["function"]["parameters"] for t in session.tools("openai")},
+        "anthropic": {t["name"]: t["input_schema"] for t in session.tools("anthropic")},
+    }
+    for format, by_name in schemas.items():
+        assert list(by_name)[-2:] == ["get_messages", "search"], format
+        key = by_name["post"]["properties"]["idempotency_key"]
+        assert key["type"] == "string" and "idempotency_key" not in by_name["post"].get("required", [])
+        assert re.fullmatch(key["pattern"], parley.new_idempotency_key())
+        search = by_name["search"]
+        assert search["required"] == ["q"]
+        assert set(search["properties"]) == {"q", "thread", "since", "limit"}
+        assert search["properties"]["q"]["type"] == "string"
+        assert "wait_ms" not in search["properties"]
+        assert by_name == schemas["mcp"], format
+    descriptions = {t["function"]["name"]: t["function"]["description"] for t in session.tools("openai")}
+    assert "search" in descriptions["post"] and "newest first" in descriptions["search"]
+
+
+def test_dispatch_passes_the_idempotency_key(forum: parley.Forum, tokens: Dict[str, str]) -> None:
+    alice = forum.session(tokens["alice"])
+    arguments = {"kind": "ask", "body": "Which port?", "idempotency_key": "model-7"}
+    first = alice.dispatch("post", arguments)
+    assert "replayed" not in first  # a tool result is the engine's, as over MCP
+    again = alice.dispatch("post", json.dumps(arguments))
+    assert again["replayed"] is True and again["message"]["id"] == first["message"]["id"]
+    conflict = alice.dispatch("post", {**arguments, "body": "Which host?"})
+    assert conflict["error"]["reason"] == "idempotency_conflict"
+    assert (conflict["error"]["status"], conflict["error"]["field"]) == (409, "idempotency_key")
+    malformed = alice.dispatch("post", {**arguments, "idempotency_key": "not a key"})
+    assert (malformed["error"]["reason"], malformed["error"]["field"]) == ("invalid_body", "idempotency_key")
+    assert alice.messages()["items"][-1]["id"] == first["message"]["id"] and len(alice.messages()["items"]) == 1
+    # The same tool call over MCP replays the same post.
+    response = forum.mcp(
+        tokens["alice"],
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "post", "arguments": arguments}},
+    )
+    assert response is not None and response["result"]["structuredContent"] == alice.dispatch("post", arguments)
+
+    async def in_aio() -> None:
+        session = parley.aio.AsyncSession(alice)
+        replay = await session.dispatch("post", arguments)
+        assert replay["replayed"] is True and replay["message"]["id"] == first["message"]["id"]
+        refused = await session.dispatch("post", {**arguments, "body": "Which host?"})
+        assert refused["error"]["reason"] == "idempotency_conflict"
+        found = await session.dispatch("search", {"q": "port"})
+        assert [i["message"]["id"] for i in found["items"]] == [first["message"]["id"]]
+
+    asyncio.run(in_aio())

@@ -66,6 +66,17 @@ CASES: List[Case] = [
     ("valid_until", lambda f, s: s.claim("x", valid_until=2030), "valid_until"),
     ("provenance", lambda f, s: s.ask("x", provenance={"model": 1}), "provenance"),
     ("kind-post", lambda f, s: s.post(1, "x"), "kind"),
+    ("idempotency-key-int", lambda f, s: s.ask("x", idempotency_key=5), "idempotency_key"),
+    ("idempotency-key-bytes", lambda f, s: s.post("note", "x", thread=1, idempotency_key=b"k"), "idempotency_key"),
+    ("idempotency-key-uuid", lambda f, s: s.claim("x", idempotency_key=__import__("uuid").uuid4()), "idempotency_key"),
+    ("session-retries", lambda f, s: f.session("t", retries="3"), "retries"),
+    ("session-retries-bool", lambda f, s: f.session("t", retries=True), "retries"),
+    ("session-retry-backoff", lambda f, s: f.session("t", retry_backoff="0.1"), "retry_backoff"),
+    ("search-q", lambda f, s: s.search(1), "q"),
+    ("search-q-none", lambda f, s: s.search(None), "q"),
+    ("search-thread", lambda f, s: s.search("x", thread=1.5), "thread"),
+    ("search-since", lambda f, s: s.search("x", since=1), "since"),
+    ("search-limit", lambda f, s: s.search("x", limit="1"), "limit"),
     ("read-thread", lambda f, s: s.thread(None), "thread"),
     ("read-limit", lambda f, s: s.inbox(limit="5"), "limit"),
     ("read-limit-bool", lambda f, s: s.threads(limit=True), "limit"),
@@ -83,6 +94,7 @@ CASES: List[Case] = [
     ("dispatch-arguments", lambda f, s: s.dispatch("whoami", 5), "arguments"),
     ("aio-forum", lambda f, s: parley.aio.AsyncForum(1), "forum"),
     ("aio-session", lambda f, s: parley.aio.AsyncSession(1), "session"),
+    ("aio-retries", lambda f, s: parley.aio.AsyncForum(f).session("t", retries=2.0), "retries"),
 ]
 
 
@@ -152,6 +164,7 @@ def test_fuzzed_arguments_never_crash(forum: parley.Forum, tokens: Dict[str, str
     rng = random.Random(7)
     leaves: List[Any] = [None, True, 0, -1, 2**63 - 1, 1.5, "", "th_1", "msg_1", "cl_1", "x" * 600, "1"]
     keys = ["kind", "body", "thread", "parent", "to", "state", "claim", "evidence", "from", "limit", "since", "zzz"]
+    keys += ["idempotency_key", "q"]
 
     def value(depth: int) -> Any:
         roll = rng.random()
