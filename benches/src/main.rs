@@ -28,8 +28,7 @@ pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
 const FIGURES: [&str; 15] = [
-    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12",
-    "19", "20",
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "19", "20",
 ];
 
 #[derive(Parser)]

@@ -180,13 +180,23 @@ fn search_finds_messages_by_their_words() {
     assert!(said.contains("msg_8 in th_8"), "{said}");
     assert!(said.contains("question 7 of the check"), "{said}");
     assert_eq!(said.matches(" in th_").count(), 1, "{said}");
-    let out = parley(&db, &["search", "--token", &bob, "question", "--limit", "3", "--json"]);
+    let out = parley(
+        &db,
+        &[
+            "search", "--token", &bob, "question", "--limit", "3", "--json",
+        ],
+    );
     let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(page["items"].as_array().unwrap().len(), 3);
     assert_eq!(page["items"][0]["message"]["id"], "msg_20", "newest first");
     let out = parley(&db, &["search", "--token", &bob, "nothing-like-this"]);
     assert!(text(&out.stdout).contains("No message holds"));
     let out = parley(&db, &["search", "--token", &bob, "!!!"]);
-    assert_eq!(out.status.code(), Some(3), "a refusal: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a refusal: {}",
+        text(&out.stderr)
+    );
     assert!(text(&out.stderr).contains("invalid_argument"));
 }
