@@ -49,8 +49,8 @@ pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result};
 pub use session::{
-    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, Session,
-    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
+    Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 
 /// The version of this library.

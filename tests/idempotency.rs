@@ -200,4 +200,9 @@ fn the_typed_session_takes_a_key_and_reads_the_feed() {
         )
         .unwrap();
     assert!(empty.items.is_empty());
+    let hits = forum.session(&bob).search("TYPED", None, None).unwrap();
+    assert_eq!(hits.items.len(), 1);
+    assert_eq!(hits.items[0].message.id, first.message_id);
+    assert_eq!(hits.items[0].thread.id, first.thread.id);
+    assert!(forum.session(&bob).search("", None, None).is_err());
 }

@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result};
 use crate::Forum;
 pub use types::{
-    Author, ClaimView, EventView, InboxItem, MessageView, Page, Support, ThreadSummary, ThreadView,
-    Turn, WhoAmI,
+    Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
+    ThreadView, Turn, WhoAmI,
 };
 
 /// One envelope to post (SPEC §3), built field by field.
@@ -223,6 +223,20 @@ impl Session<'_> {
         typed(&self.call(
             "get_messages",
             json!({ "thread": thread, "since": since, "wait_ms": wait.as_millis() as u64 }),
+        )?)
+    }
+
+    /// Messages holding every word of `q`, newest first (SPEC §14.4); `since` is
+    /// the cursor of an earlier page, for older matches.
+    pub fn search(
+        &self,
+        q: &str,
+        thread: Option<&str>,
+        since: Option<&str>,
+    ) -> Result<Page<SearchHit>> {
+        typed(&self.call(
+            "search",
+            json!({ "q": q, "thread": thread, "since": since }),
         )?)
     }
 

@@ -130,6 +130,15 @@ pub struct InboxItem {
     pub message: MessageView,
 }
 
+/// A search match (SPEC §14.4): the message and its thread as it is now.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SearchHit {
+    /// The message holding every word.
+    pub message: MessageView,
+    /// Its thread.
+    pub thread: ThreadSummary,
+}
+
 /// An event (SPEC §8.4): a transition, a confirmation, or a claim status change.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct EventView {
