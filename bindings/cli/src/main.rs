@@ -8,6 +8,7 @@ mod admin;
 mod check;
 mod demo;
 mod http;
+mod progress;
 mod reads;
 mod search;
 mod stdio;
@@ -341,12 +342,16 @@ fn run(cli: Cli) -> CmdResult {
 
 /// The settings of `--settings`/`PARLEY_SETTINGS`, or the defaults.
 fn settings(json: Option<&str>) -> Result<Config, Failure> {
-    let Some(text) = json else {
-        return Ok(Config::default());
+    let mut config = match json {
+        None => Config::default(),
+        Some(text) => {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?;
+            Config::from_json(&value)?
+        }
     };
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?;
-    Ok(Config::from_json(&value)?)
+    config.progress = Some(progress::on_stderr());
+    Ok(config)
 }
 
 /// Opens the forum file; only commands that may start a forum create a missing file,
