@@ -27,7 +27,21 @@
  *   _free(NULL) is a no-op.
  * - No panic crosses into C: a panic returns PARLEY_PANIC and poisons the forum
  *   handle it happened on; later calls on it return PARLEY_POISONED.
- * - One parley_forum may be used from many threads at once.
+ * - One parley_forum may be used from many threads at once. It is freed
+ *   only when no call on it is running in any thread, and none starts after.
+ * - Waiting (SPEC section 14.2): the reads get_inbox, get_events,
+ *   get_messages and list_threads take "wait_ms", 0 to the manifest's
+ *   wait_max_ms (else PARLEY_REFUSED, reason invalid_argument). A read that
+ *   finds no item blocks the calling thread, and only it, until a commit
+ *   gives it one or wait_ms passes; it holds no lock, so other threads go on
+ *   calling on the handle. parley_forum_end_waits ends every wait, now and
+ *   later: call it, join the waiting threads, then parley_forum_free.
+ * - Waiting in the host's own poll/epoll loop, with no thread blocked:
+ *   parley_forum_commit_fd gives a non-blocking descriptor that becomes
+ *   readable after every durable commit and when the waits end. Poll it for
+ *   POLLIN; when readable, drain it (read until EAGAIN), then run the read
+ *   again with "wait_ms": 0. A read() of 0 bytes (end-of-file) means the
+ *   forum was freed. The caller closes the descriptor with close().
  * - parley_last_error() gives the message of the calling thread's last call
  *   that returned a parley_result ("" after PARLEY_OK).
  */
@@ -43,8 +57,10 @@
 #include <stdint.h>
 
 // A Parley forum. Opaque; thread-safe: one handle may be used from many threads
-// at once (writes are serialized inside, reads run on snapshots). It must not be
-// freed while another thread still uses it.
+// at once (writes are serialized inside, reads run on snapshots, and a call that
+// waits holds no lock). It must not be freed while any call on it is still
+// running, in any thread: end the waits first (`parley_forum_end_waits`), join
+// the threads, then free it.
 typedef struct parley_forum parley_forum;
 
 // What a call into libparley came to: one of the `PARLEY_*` constants. The numbers
@@ -86,8 +102,8 @@ typedef uint32_t parley_result;
 // was in use is poisoned.
 #define PARLEY_PANIC 8
 
-// The forum handle is poisoned by an earlier panic; only `parley_forum_free` is
-// still meaningful on it.
+// The forum handle is poisoned by an earlier panic; only `parley_forum_end_waits`
+// and `parley_forum_free` are still meaningful on it.
 #define PARLEY_POISONED 9
 
 // `parley_call` named an operation that does not exist.
@@ -122,11 +138,19 @@ parley_result parley_forum_open(const char *path,
                                 const char *settings_json,
                                 struct parley_forum **out);
 
-// Closes a forum and releases its handle. NULL is a no-op. The handle must not be
-// used again, by any thread. A poisoned handle is released like any other.
+// Closes a forum and releases its handle. NULL is a no-op. A poisoned handle is
+// released like any other.
+//
+// No call on the handle may be running when it is freed, in any thread, and
+// none may start after: a thread blocked in a waiting call is released with
+// `parley_forum_end_waits` and joined first. Freeing ends the waits itself, so
+// every commit descriptor (`parley_forum_commit_fd`) gets a last byte, and then
+// reads end-of-file: its write end is closed here. The descriptors themselves
+// stay the caller's to close.
 //
 // # Safety
-// `forum` is NULL or a handle from `parley_forum_open` not yet freed.
+// `forum` is NULL or a handle from `parley_forum_open` not yet freed, which no
+// other thread is using or will use.
 void parley_forum_free(struct parley_forum *forum);
 
 // Issues a token (SPEC §2) and returns its secret, which is shown only here.
@@ -157,11 +181,21 @@ parley_result parley_token_create(struct parley_forum *forum,
 // `forum` is NULL or a live handle; `token` is NULL or a NUL-terminated string.
 parley_result parley_token_revoke(struct parley_forum *forum, const char *token);
 
-// The generic call (SPEC §11.3): runs `operation` (`"get_manifest"`, `"whoami"`,
-// `"post"`, `"get_thread"`, `"list_threads"`, `"get_inbox"`, `"get_events"`,
-// `"get_claim"`) with the JSON object `args_json` (NULL: `{}`) for the holder of
-// `token` (NULL: no token; operations that need one are then refused with
-// `token_missing`).
+// The generic call (SPEC §11.3): runs `operation` (one of the manifest's
+// `"operations"`: `"get_manifest"`, `"whoami"`, `"post"`, `"get_thread"`,
+// `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
+// `"get_messages"`, `"search"`) with the JSON object `args_json` (NULL: `{}`) for
+// the holder of `token` (NULL: no token; operations that need one are then
+// refused with `token_missing`).
+//
+// With the listen profile (SPEC §14.2, on by default), `"get_inbox"`,
+// `"get_events"`, `"get_messages"` and `"list_threads"` take `"wait_ms"`: an
+// integer from 0 to the manifest's `wait_max_ms` (else `PARLEY_REFUSED` with
+// reason `invalid_argument`). A read that finds no item then blocks the calling
+// thread, and only it, until a commit gives it one, `wait_ms` has passed, or
+// `parley_forum_end_waits` is called; it holds no lock meanwhile, so other
+// threads go on calling on the same handle. For a host that waits in its own
+// `poll` loop instead, see `parley_forum_commit_fd`.
 //
 // On `PARLEY_OK`, `*out_json` receives the result as JSON text; on
 // `PARLEY_REFUSED`, the refusal object `{"reason", "status", "message", …}`.
@@ -188,7 +222,9 @@ parley_result parley_call(struct parley_forum *forum,
 //
 // On `PARLEY_OK`, `*out_json` receives the response, owned by the caller and
 // released with `parley_string_free`, or NULL when the message was a notification
-// (nothing to answer). On any other result `*out_json` is not written.
+// (nothing to answer). On any other result `*out_json` is not written. A
+// `tools/call` of a read with `"wait_ms"` blocks the calling thread as
+// `parley_call` does.
 // Results: `PARLEY_OK`, `PARLEY_NULL_PARAMETER` (`forum`, `request_json`,
 // `out_json`), `PARLEY_INVALID_UTF8`, `PARLEY_POISONED`.
 //
@@ -261,6 +297,42 @@ size_t parley_last_error_copy(char *buf, size_t len);
 
 // The version of libparley, e.g. `"0.1.0"`. Static: never NULL, never freed.
 const char *parley_version(void);
+
+// Ends every wait on the forum, now and later (SPEC §14.2): each call blocked in
+// a read with `wait_ms` returns at once with its current result, and later reads
+// with `wait_ms` no longer block. Every commit descriptor becomes readable. For a
+// host that is shutting down: end the waits, join the threads that wait, then
+// `parley_forum_free`. Calling it again is harmless.
+//
+// Works on a poisoned handle too, so that its threads can still be joined.
+// Results: `PARLEY_OK`, `PARLEY_NULL_PARAMETER` (`forum`).
+//
+// # Safety
+// `forum` is NULL or a live handle.
+parley_result parley_forum_end_waits(const struct parley_forum *forum);
+
+// A new file descriptor for waiting on the forum in the host's own `poll`,
+// `epoll` or `select` loop: it is non-blocking and close-on-exec, and becomes
+// readable after every durable commit (one byte a commit; while bytes are
+// waiting, more commits may add none) and when the waits are ended
+// (`parley_forum_end_waits`, and `parley_forum_free`).
+//
+// The loop: poll for `POLLIN`; when readable, first drain it (`read` until it
+// fails with `EAGAIN`), then run the read again through `parley_call` with
+// `"wait_ms": 0`; a commit after the drain makes the descriptor readable again,
+// so none is missed. A `read` that returns 0 (end-of-file) means the forum was
+// freed. The descriptor is the caller's: close it with `close()`, before or after
+// the forum is freed. Each call makes a new one.
+//
+// On `PARLEY_OK`, `*out_fd` receives the descriptor; otherwise it is not written.
+// Results: `PARLEY_OK`, `PARLEY_NULL_PARAMETER` (`forum`, `out_fd`),
+// `PARLEY_STORAGE` (no descriptor could be made: the process is out of them, or
+// the platform has no Unix sockets), `PARLEY_POISONED`.
+//
+// # Safety
+// `forum` is NULL or a live handle; `out_fd` is NULL or points to writable
+// storage for one `int`.
+parley_result parley_forum_commit_fd(const struct parley_forum *forum, int *out_fd);
 
 // The name of a result code, e.g. `"PARLEY_REFUSED"`.
 //

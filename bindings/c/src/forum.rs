@@ -11,17 +11,22 @@ use serde_json::{json, Value};
 use crate::boundary::{
     self, guard, guard_void, into_c, json_arg, opt_str_arg, out_arg, str_arg, Failure,
 };
+use crate::commits::Bell;
 #[cfg(not(unix))]
 use crate::result::PARLEY_INVALID_UTF8;
 use crate::result::{parley_result, PARLEY_INVALID_ARGUMENT, PARLEY_POISONED};
 
 /// A Parley forum. Opaque; thread-safe: one handle may be used from many threads
-/// at once (writes are serialized inside, reads run on snapshots). It must not be
-/// freed while another thread still uses it.
+/// at once (writes are serialized inside, reads run on snapshots, and a call that
+/// waits holds no lock). It must not be freed while any call on it is still
+/// running, in any thread: end the waits first (`parley_forum_end_waits`), join
+/// the threads, then free it.
 #[allow(non_camel_case_types)]
 pub struct parley_forum {
-    forum: Forum,
+    pub(crate) forum: Forum,
     poisoned: AtomicBool,
+    /// The commit descriptors handed out (`parley_forum_commit_fd`).
+    pub(crate) bell: Bell,
 }
 
 /// Marks a handle poisoned when a panic unwinds through the code that holds it.
@@ -40,7 +45,10 @@ impl parley_forum {
     /// it. The store itself stays consistent (an unfinished write transaction is
     /// dropped whole), but state the engine held in memory at the panic is not
     /// trusted again.
-    fn enter<T>(&self, f: impl FnOnce(&Forum) -> Result<T, Failure>) -> Result<T, Failure> {
+    pub(crate) fn enter<T>(
+        &self,
+        f: impl FnOnce(&Forum) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
         if self.poisoned.load(Ordering::SeqCst) {
             return Err(Failure::new(
                 PARLEY_POISONED,
@@ -54,7 +62,7 @@ impl parley_forum {
 
 /// # Safety
 /// `forum` is NULL or a live handle from `parley_forum_open`.
-unsafe fn handle<'a>(forum: *const parley_forum) -> Result<&'a parley_forum, Failure> {
+pub(crate) unsafe fn handle<'a>(forum: *const parley_forum) -> Result<&'a parley_forum, Failure> {
     forum.as_ref().ok_or_else(|| Failure::null("forum"))
 }
 
@@ -132,22 +140,42 @@ pub unsafe extern "C" fn parley_forum_open(
         *out = Box::into_raw(Box::new(parley_forum {
             forum,
             poisoned: AtomicBool::new(false),
+            bell: Bell::new(),
         }));
         Ok(())
     })
 }
 
-/// Closes a forum and releases its handle. NULL is a no-op. The handle must not be
-/// used again, by any thread. A poisoned handle is released like any other.
+/// Closes a forum and releases its handle. NULL is a no-op. A poisoned handle is
+/// released like any other.
+///
+/// No call on the handle may be running when it is freed, in any thread, and
+/// none may start after: a thread blocked in a waiting call is released with
+/// `parley_forum_end_waits` and joined first. Freeing ends the waits itself, so
+/// every commit descriptor (`parley_forum_commit_fd`) gets a last byte, and then
+/// reads end-of-file: its write end is closed here. The descriptors themselves
+/// stay the caller's to close.
 ///
 /// # Safety
-/// `forum` is NULL or a handle from `parley_forum_open` not yet freed.
+/// `forum` is NULL or a handle from `parley_forum_open` not yet freed, which no
+/// other thread is using or will use.
 #[no_mangle]
 pub unsafe extern "C" fn parley_forum_free(forum: *mut parley_forum) {
     if forum.is_null() {
         return;
     }
-    guard_void(|| drop(Box::from_raw(forum)));
+    guard_void(|| {
+        let handle = Box::from_raw(forum);
+        handle.bell.end_waits(&handle.forum);
+        // The bell before the forum: its hook goes and its write ends close.
+        let parley_forum {
+            forum: engine,
+            bell,
+            ..
+        } = *handle;
+        drop(bell);
+        drop(engine);
+    });
 }
 
 /// Issues a token (SPEC §2) and returns its secret, which is shown only here.
@@ -208,11 +236,21 @@ pub unsafe extern "C" fn parley_token_revoke(
     })
 }
 
-/// The generic call (SPEC §11.3): runs `operation` (`"get_manifest"`, `"whoami"`,
-/// `"post"`, `"get_thread"`, `"list_threads"`, `"get_inbox"`, `"get_events"`,
-/// `"get_claim"`) with the JSON object `args_json` (NULL: `{}`) for the holder of
-/// `token` (NULL: no token; operations that need one are then refused with
-/// `token_missing`).
+/// The generic call (SPEC §11.3): runs `operation` (one of the manifest's
+/// `"operations"`: `"get_manifest"`, `"whoami"`, `"post"`, `"get_thread"`,
+/// `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
+/// `"get_messages"`, `"search"`) with the JSON object `args_json` (NULL: `{}`) for
+/// the holder of `token` (NULL: no token; operations that need one are then
+/// refused with `token_missing`).
+///
+/// With the listen profile (SPEC §14.2, on by default), `"get_inbox"`,
+/// `"get_events"`, `"get_messages"` and `"list_threads"` take `"wait_ms"`: an
+/// integer from 0 to the manifest's `wait_max_ms` (else `PARLEY_REFUSED` with
+/// reason `invalid_argument`). A read that finds no item then blocks the calling
+/// thread, and only it, until a commit gives it one, `wait_ms` has passed, or
+/// `parley_forum_end_waits` is called; it holds no lock meanwhile, so other
+/// threads go on calling on the same handle. For a host that waits in its own
+/// `poll` loop instead, see `parley_forum_commit_fd`.
 ///
 /// On `PARLEY_OK`, `*out_json` receives the result as JSON text; on
 /// `PARLEY_REFUSED`, the refusal object `{"reason", "status", "message", …}`.
@@ -252,7 +290,9 @@ pub unsafe extern "C" fn parley_call(
 ///
 /// On `PARLEY_OK`, `*out_json` receives the response, owned by the caller and
 /// released with `parley_string_free`, or NULL when the message was a notification
-/// (nothing to answer). On any other result `*out_json` is not written.
+/// (nothing to answer). On any other result `*out_json` is not written. A
+/// `tools/call` of a read with `"wait_ms"` blocks the calling thread as
+/// `parley_call` does.
 /// Results: `PARLEY_OK`, `PARLEY_NULL_PARAMETER` (`forum`, `request_json`,
 /// `out_json`), `PARLEY_INVALID_UTF8`, `PARLEY_POISONED`.
 ///

@@ -18,11 +18,17 @@
 //!   `parley_string_free`; every `_free(NULL)` is a no-op;
 //! - every body runs inside a panic boundary: a panic returns `PARLEY_PANIC` and
 //!   poisons the forum handle it happened on (`PARLEY_POISONED` from then on);
-//! - the message of the last failure is kept per thread (`parley_last_error`).
+//! - the message of the last failure is kept per thread (`parley_last_error`);
+//! - a read with `wait_ms` blocks only its calling thread and holds no lock;
+//!   `parley_forum_commit_fd` hands a host's `poll` loop a descriptor that
+//!   becomes readable after each commit, and `parley_forum_end_waits` ends every
+//!   wait before the threads are joined and the handle freed.
 #![warn(missing_docs, unreachable_pub)]
 
 mod boundary;
+mod commits;
 mod forum;
+mod listen;
 mod result;
 
 pub use forum::{
@@ -31,6 +37,7 @@ pub use forum::{
     parley_mcp_handle, parley_string_free, parley_token_create, parley_token_revoke,
     parley_version,
 };
+pub use listen::{parley_forum_commit_fd, parley_forum_end_waits};
 pub use result::{
     is_code, name_of, parley_result, parley_result_name, result_of, PARLEY_INVALID_ARGUMENT,
     PARLEY_INVALID_JSON, PARLEY_INVALID_UTF8, PARLEY_NOT_A_FORUM, PARLEY_NULL_PARAMETER, PARLEY_OK,

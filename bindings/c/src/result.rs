@@ -41,8 +41,8 @@ pub const PARLEY_STORAGE: parley_result = 7;
 /// The library panicked; the panic was caught at the boundary. A forum handle that
 /// was in use is poisoned.
 pub const PARLEY_PANIC: parley_result = 8;
-/// The forum handle is poisoned by an earlier panic; only `parley_forum_free` is
-/// still meaningful on it.
+/// The forum handle is poisoned by an earlier panic; only `parley_forum_end_waits`
+/// and `parley_forum_free` are still meaningful on it.
 pub const PARLEY_POISONED: parley_result = 9;
 /// `parley_call` named an operation that does not exist.
 pub const PARLEY_UNKNOWN_OPERATION: parley_result = 10;

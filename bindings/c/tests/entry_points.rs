@@ -15,13 +15,19 @@
 //!   functions that return a code change it, and `parley_last_error_copy` never
 //!   writes past its buffer;
 //! - a call that fails writes nothing to the forum, and a post that succeeds
-//!   writes (the threads and events seen by an observer change).
+//!   writes (the threads and events seen by an observer change);
+//! - every commit descriptor the case opened is readable after a post that
+//!   succeeded and after the waits are ended, and reads end-of-file once the
+//!   forum is freed.
 //!
 //! Bounded by `PARLEY_FUZZ_CASES` (cases per target); deterministic unless
 //! `PARLEY_FUZZ_SEED` is set (a number, or `random`); a failure names its seed.
 
-use std::ffi::{c_char, CStr, CString, OsStr};
+use std::ffi::{c_char, c_int, CStr, CString, OsStr};
+use std::io::{ErrorKind, Read};
+use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -143,6 +149,8 @@ struct World {
     scratch: Scratch,
     /// Files a successful open created and closed again: forums, intact.
     forums_on_disk: Vec<PathBuf>,
+    /// The commit descriptors handed out, as the host holds them.
+    commit_fds: Vec<UnixStream>,
 }
 
 /// A limit of the case's forum set to an extreme, tiny or huge. `page_max` is
@@ -208,6 +216,7 @@ impl World {
             tokens: Vec::new(),
             scratch: Scratch::new(),
             forums_on_disk: Vec::new(),
+            commit_fds: Vec::new(),
         };
         world.observer = world.issue(r#"{"handle":"observer","rights":["read"]}"#);
         for spec in [
@@ -280,9 +289,51 @@ impl World {
     }
 }
 
+/// Bytes waiting on a commit descriptor: `Some(n)`, or `None` at end-of-file.
+fn drain(fd: &mut UnixStream) -> Option<usize> {
+    let (mut total, mut buf) = (0, [0u8; 256]);
+    loop {
+        match fd.read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => total += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Some(total),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading a commit descriptor: {e}"),
+        }
+    }
+}
+
+impl World {
+    /// Every commit descriptor has a byte waiting (and is drained).
+    fn all_rung(&mut self, after: &str) -> Result<(), TestCaseError> {
+        for (i, fd) in self.commit_fds.iter_mut().enumerate() {
+            let waiting = drain(fd);
+            prop_assert!(
+                waiting.is_some_and(|n| n > 0),
+                "commit descriptor {} after {}: {:?}",
+                i,
+                after,
+                waiting
+            );
+        }
+        Ok(())
+    }
+
+    /// Frees the forum; every commit descriptor then reads end-of-file.
+    fn close(mut self) -> Result<(), TestCaseError> {
+        let forum = std::mem::replace(&mut self.forum, ptr::null_mut());
+        // SAFETY: the handle is live and freed once; Drop then sees NULL.
+        unsafe { parley_forum_free(forum) };
+        for (i, fd) in self.commit_fds.iter_mut().enumerate() {
+            prop_assert_eq!(drain(fd), None, "commit descriptor {} after the free", i);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for World {
     fn drop(&mut self) {
-        // SAFETY: the handle is live and freed once.
+        // SAFETY: the handle is live (or NULL, a no-op) and freed once.
         unsafe { parley_forum_free(self.forum) };
     }
 }
@@ -506,6 +557,9 @@ fn step(world: &mut World, op: &Op) -> Result<(), TestCaseError> {
             let wrote = world.writes_seen() != before;
             let posted = rc == PARLEY_OK && operation.utf8() == Some("post");
             prop_assert_eq!(wrote, posted, "a write exactly when a post succeeds");
+            if posted {
+                world.all_rung("a post")?;
+            }
         }
         Op::Mcp {
             forum,
@@ -561,6 +615,36 @@ fn step(world: &mut World, op: &Op) -> Result<(), TestCaseError> {
             }
             let wrote = world.writes_seen() != before;
             prop_assert_eq!(wrote, posted, "a write exactly when a post succeeds");
+            if posted {
+                world.all_rung("a post over MCP")?;
+            }
+        }
+        Op::EndWaits { forum } => {
+            // SAFETY: NULL or the live handle.
+            let rc = unsafe { parley_forum_end_waits(world.forum(*forum)) };
+            let expected = first_failure(&[Param::Pointer(*forum)]).unwrap_or(PARLEY_OK);
+            settle("parley_forum_end_waits", rc, &[expected])?;
+            if rc == PARLEY_OK {
+                world.all_rung("parley_forum_end_waits")?;
+            }
+        }
+        Op::CommitFd { forum, out } => {
+            let mut fd: c_int = -7;
+            let out_ptr: *mut c_int = if *out { &mut fd } else { ptr::null_mut() };
+            // SAFETY: NULL or the live handle; NULL or one writable int.
+            let rc = unsafe { parley_forum_commit_fd(world.forum(*forum), out_ptr) };
+            let expected =
+                first_failure(&[Param::Pointer(*forum), Param::Pointer(*out)]).unwrap_or(PARLEY_OK);
+            settle("parley_forum_commit_fd", rc, &[expected])?;
+            if rc == PARLEY_OK {
+                prop_assert!(fd >= 0, "a descriptor: {}", fd);
+                // SAFETY: a new descriptor, handed over to the caller, owned once.
+                let mut reader = unsafe { UnixStream::from_raw_fd(fd) };
+                prop_assert!(drain(&mut reader).is_some(), "non-blocking, open");
+                world.commit_fds.push(reader);
+            } else {
+                prop_assert_eq!(fd, -7);
+            }
         }
         Op::Manifest { forum, out } | Op::Identities { forum, out } => {
             let manifest = matches!(op, Op::Manifest { .. });
@@ -653,7 +737,7 @@ fn entry_points_keep_their_contract() {
             for (i, op) in ops.iter().enumerate() {
                 step(&mut world, op).map_err(|e| TestCaseError::fail(format!("step {i}: {e}")))?;
             }
-            Ok(())
+            world.close()
         },
     );
 }

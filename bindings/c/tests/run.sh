@@ -4,12 +4,13 @@
 #     the entry points (tests/entry_points.rs: random calls checked against the
 #     header's contract; PARLEY_FUZZ_CASES and PARLEY_FUZZ_SEED pass through), the
 #     header drift check and the inventory of by-value inputs (tests/header.rs);
-#   - the C tests (test_api.c, test_threads.c) and the C++ header check, compiled
+#   - the C tests (test_api.c, test_threads.c, test_listen.c) and the C++ header check, compiled
 #     with -std=c99 -Wall -Wextra -Werror -pedantic and run under AddressSanitizer,
 #     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
 #   - the conformance runner over every tests/conformance/*.json;
 #   - the example host examples/c/chat.c, built with the command of its README and
-#     again through pkg-config against the shared library.
+#     again through pkg-config against the shared library, and the poll loop of
+#     examples/c/listen.c.
 # Prints one line per case and ends with "N passed, M failed"; exits non-zero on
 # any failure. Runs from any directory.
 #
@@ -137,6 +138,9 @@ fi
 if build test_threads "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_threads.c" "${LIBS[@]}"; then
     run_program test_threads
 fi
+if build test_listen "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_listen.c" "${LIBS[@]}"; then
+    run_program test_listen
+fi
 if build cpp_header "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/cpp_header.cpp" "${LIBS[@]}"; then
     run_program cpp_header
 fi
@@ -161,6 +165,23 @@ if build chat "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "${SAN[@]}" -I"$ROO
     "$ROOT/examples/c/chat.c" "$LIBDIR/libparley.a" -lpthread -ldl -lm; then
     check_chat "example chat.c (static library)" "${RUNNER[@]}" "$WORK/chat"
     check_chat "example chat.c on a forum file" "${RUNNER[@]}" "$WORK/chat" "$WORK/scratch/chat.parley"
+fi
+# The poll loop of examples/c/listen.c: Bob answers the three questions Alice
+# asks from another thread, woken through the commit descriptor.
+check_listen() { # name command...
+    local name="$1" out="$WORK/$1.out"
+    shift
+    if "$@" >"$out" 2>&1 && grep -q '^bob answered 3 questions$' "$out" && grep -q '^bob    wakes' "$out"; then
+        pass "$name"
+    else
+        cat "$out"
+        fail "$name"
+    fi
+}
+if build listen "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "${SAN[@]}" -I"$ROOT/include" \
+    "$ROOT/examples/c/listen.c" "$LIBDIR/libparley.a" -lpthread -ldl -lm; then
+    check_listen "example listen.c (static library)" "${RUNNER[@]}" "$WORK/listen"
+    check_listen "example listen.c on a forum file" "${RUNNER[@]}" "$WORK/listen" "$WORK/scratch/listen.parley"
 fi
 # The pkg-config file and the shared library.
 if build chat_shared "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "$ROOT/examples/c/chat.c" \

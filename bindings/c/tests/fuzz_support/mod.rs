@@ -538,6 +538,13 @@ pub enum Op {
         path: PathArg,
         out: bool,
     },
+    EndWaits {
+        forum: bool,
+    },
+    CommitFd {
+        forum: bool,
+        out: bool,
+    },
     ResultName(u32),
     LastErrorCopy {
         len: usize,
@@ -564,6 +571,8 @@ pub fn op() -> BoxedStrategy<Op> {
         1 => (given(), given(), any::<bool>()).prop_map(|(forum, out, which)| {
             if which { Op::Manifest { forum, out } } else { Op::Identities { forum, out } }
         }),
+        1 => (given(), given()).prop_map(|(forum, out)| Op::CommitFd { forum, out }),
+        1 => given().prop_map(|forum| Op::EndWaits { forum }),
         2 => prop_oneof![0..16u32, any::<u32>(), Just(u32::MAX), Just(1 << 31)].prop_map(Op::ResultName),
         1 => (0..40usize, any::<bool>())
             .prop_map(|(len, null)| Op::LastErrorCopy { len, null_buf: null && len == 0 }),
