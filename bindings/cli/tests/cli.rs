@@ -231,7 +231,7 @@ fn errors_are_one_clear_line() {
     std::fs::write(&not_a_forum, "hello").unwrap();
     let out = common::TempForum {
         dir: tempfile::tempdir().unwrap(),
-        db: not_a_forum,
+        db: not_a_forum.clone(),
     }
     .run(&["token", "list"]);
     assert_one_line_failure(&out, 1, "is not a Parley forum");
