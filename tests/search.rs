@@ -219,8 +219,7 @@ fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
     assert!(search_all(&c, "refused", None).is_empty());
 }
 
-/// Rewrites a closed forum file as schema version 2 left it: no word index, no
-/// idempotency table.
+/// Rewrites a closed forum file as schema version 2 left it: no word index.
 fn downgrade_to_version_2(path: &std::path::Path) {
     let db = redb::Database::create(path).unwrap();
     let txn = db.begin_write().unwrap();
@@ -233,8 +232,6 @@ fn downgrade_to_version_2(path: &std::path::Path) {
     let blocks: redb::TableDefinition<(&str, u64), &[u8]> =
         redb::TableDefinition::new("word_blocks");
     assert!(txn.delete_table(blocks).unwrap());
-    let idem: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("idempotency");
-    assert!(txn.delete_table(idem).unwrap());
     txn.commit().unwrap();
 }
 

@@ -74,9 +74,9 @@ pub struct Checked {
 pub struct Idempotency {
     /// The key as sent.
     pub key: String,
-    /// SHA-256 (first 16 bytes) of the envelope without `idempotency_key`, as
-    /// canonical JSON (keys sorted): equal envelopes, equal digests.
-    pub digest: [u8; 16],
+    /// The first 64 bits of the SHA-256 of the envelope without `idempotency_key`,
+    /// as canonical JSON (keys sorted): equal envelopes, equal digests.
+    pub digest: u64,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> Refusal {
@@ -301,8 +301,7 @@ fn check_idempotency(obj: &Map<String, Value>) -> Result<Option<Idempotency>, Re
         ));
     }
     let full: [u8; 32] = digest_without_key(obj).into();
-    let mut digest = [0u8; 16];
-    digest.copy_from_slice(&full[..16]);
+    let digest = u64::from_le_bytes(full[..8].try_into().expect("8 bytes"));
     Ok(Some(Idempotency {
         key: key.to_string(),
         digest,

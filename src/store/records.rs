@@ -12,31 +12,10 @@ use crate::protocol::state::State;
 pub struct Remembered {
     /// The message the post created.
     pub message: u64,
-    /// When it was posted (ms).
+    /// When it was posted (ms): the message's `created_at`.
     pub at: i64,
-    /// The envelope's digest without the key.
-    pub digest: [u8; 16],
-}
-
-impl Remembered {
-    /// 32 bytes: message, time, digest.
-    pub fn encode(&self) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        out[..8].copy_from_slice(&self.message.to_le_bytes());
-        out[8..16].copy_from_slice(&self.at.to_le_bytes());
-        out[16..].copy_from_slice(&self.digest);
-        out
-    }
-
-    /// The record of [`Remembered::encode`], or `None` for other bytes.
-    pub fn decode(bytes: &[u8]) -> Option<Remembered> {
-        let bytes: &[u8; 32] = bytes.try_into().ok()?;
-        Some(Remembered {
-            message: u64::from_le_bytes(bytes[..8].try_into().ok()?),
-            at: i64::from_le_bytes(bytes[8..16].try_into().ok()?),
-            digest: bytes[16..].try_into().ok()?,
-        })
-    }
+    /// The envelope's digest without the key (64 bits of its SHA-256).
+    pub digest: u64,
 }
 
 /// A token, found by the first half of the SHA-256 of its secret.

@@ -180,7 +180,6 @@ impl RedbStore {
         txn.open_table(CLAIMS)?;
         txn.open_table(EVENTS)?;
         txn.open_table(INDEX)?;
-        txn.open_table(IDEMPOTENCY)?;
         txn.open_table(WORD_BLOCKS)?;
         txn.commit()?;
         migrate_words(&db, progress)?;
@@ -756,9 +755,26 @@ macro_rules! impl_read {
 
             fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>> {
                 let record = key::idempotency(identity, key);
-                let table = self.table(IDEMPOTENCY)?;
-                let found = table.get(record.as_slice())?;
-                Ok(found.and_then(|v| Remembered::decode(v.value())))
+                // Each lookup opens the table anew: a write transaction holds one
+                // open handle per table at a time, and `message` opens it too.
+                let found = self
+                    .table(INDEX)?
+                    .get(record.as_slice())?
+                    .map(|v| v.value());
+                let Some(message) = found else {
+                    return Ok(None);
+                };
+                // The post's time is its message's; its digest sits in the age index.
+                let Some(at) = self.message(message)?.map(|m| m.created_at) else {
+                    return Ok(None);
+                };
+                let aged = key::remembered(at.max(0) as u64, &record);
+                let digest = self.table(INDEX)?.get(aged.as_slice())?.map(|d| d.value());
+                Ok(digest.map(|digest| Remembered {
+                    message,
+                    at,
+                    digest,
+                }))
             }
 
             fn scan_messages(
@@ -936,18 +952,22 @@ impl WriteTx for Writer<'_> {
 
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
         let record = key::idempotency(identity, key);
-        let mut table = self.table(IDEMPOTENCY)?;
-        let old = table
-            .insert(record.as_slice(), post.encode().as_slice())?
-            .and_then(|v| Remembered::decode(v.value()));
-        drop(table);
+        let old = self
+            .table(INDEX)?
+            .insert(record.as_slice(), post.message)?
+            .map(|v| v.value());
+        // An expired record under the same key leaves the age index with it.
+        let old_at = match old {
+            Some(message) => self.message(message)?.map(|m| m.created_at),
+            None => None,
+        };
         let mut index = self.table(INDEX)?;
-        if let Some(old) = old {
-            index.remove(key::remembered(old.at.max(0) as u64, &record).as_slice())?;
+        if let Some(at) = old_at {
+            index.remove(key::remembered(at.max(0) as u64, &record).as_slice())?;
         }
         index.insert(
             key::remembered(post.at.max(0) as u64, &record).as_slice(),
-            0,
+            post.digest,
         )?;
         Ok(())
     }
@@ -961,10 +981,9 @@ impl WriteTx for Writer<'_> {
             .map(|e| e.map(|(k, _)| k.value().to_vec()))
             .collect::<std::result::Result<_, _>>()?;
         let mut index = self.table(INDEX)?;
-        let mut records = self.table(IDEMPOTENCY)?;
         for k in &expired {
             index.remove(k.as_slice())?;
-            records.remove(key::split_remembered(k).1)?;
+            index.remove(key::split_remembered(k).1)?;
         }
         Ok(expired.len())
     }

@@ -37,9 +37,6 @@ pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("inde
 pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
     TableDefinition::new("word_blocks");
 
-/// `identity ‖ 0 ‖ idempotency key` → a remembered post (see `records::Remembered`).
-pub(super) const IDEMPOTENCY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency");
-
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.
 pub(crate) mod key {
@@ -53,9 +50,13 @@ pub(crate) mod key {
     const THREAD_EVENT: u8 = 4;
     /// `WRITE ‖ identity ‖ 0 ‖ message` → time: recent writes, for the rate limit.
     const WRITE: u8 = 5;
-    /// `REMEMBERED ‖ time ‖ identity ‖ 0 ‖ key` → 0: idempotency keys by age, so the
-    /// expired ones are found without a scan.
+    /// `REMEMBERED ‖ time ‖ KEY record` → the envelope's digest: idempotency keys by
+    /// age, so the expired ones are found without a scan.
     const REMEMBERED: u8 = 6;
+    /// `KEY ‖ identity ‖ 0 ‖ idempotency key` → the message its post made. Both live
+    /// in this table, which every post writes anyway: a keyed post touches no
+    /// other table.
+    const KEY: u8 = 7;
 
     fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {
         key.extend_from_slice(&n.to_be_bytes());
@@ -95,11 +96,9 @@ pub(crate) mod key {
         with_u64(named(WRITE, identity), message)
     }
 
-    /// The key of an idempotency record: `identity ‖ 0 ‖ key`.
+    /// The key of an idempotency record: `KEY ‖ identity ‖ 0 ‖ key`.
     pub(in crate::store) fn idempotency(identity: &str, key: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(identity.len() + key.len() + 1);
-        k.extend_from_slice(identity.as_bytes());
-        k.push(0);
+        let mut k = named(KEY, identity);
         k.extend_from_slice(key.as_bytes());
         k
     }
