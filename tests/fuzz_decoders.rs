@@ -729,19 +729,6 @@ fn is_response(obj: &Map<String, Value>) -> bool {
     !obj.contains_key("method") && (obj.contains_key("result") || obj.contains_key("error"))
 }
 
-/// Known deviation, reported and not fixed here (src/mcp/mod.rs): a response
-/// over the size limit is answered with `payload_too_large` instead of nothing.
-/// Either answer is taken until it is fixed; see
-/// `an_oversized_response_gets_no_answer`.
-fn known_oversized_response(text: &str, limit: usize, response: &Value) -> bool {
-    text.len() > limit
-        && serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| v.as_object().map(is_response))
-            .unwrap_or(false)
-        && response["error"]["data"]["reason"] == "payload_too_large"
-}
-
 /// Sends one frame and checks the answer against the rules, and that it wrote
 /// exactly when it was an accepted `post`.
 fn send_one(world: &World, token: Option<&str>, text: &str) -> Result<(), TestCaseError> {
@@ -783,7 +770,6 @@ fn send_one(world: &World, token: Option<&str>, text: &str) -> Result<(), TestCa
     }
     let mut wrote = false;
     match &due {
-        Due::Nothing if known_oversized_response(text, limit, &r) => {}
         Due::Nothing => prop_assert!(false, "answered {:?} with {}", text, response),
         Due::Error(code, id) => {
             prop_assert_eq!(&r["id"], id, "{}", response);
@@ -997,11 +983,9 @@ fn jsonrpc_decoder_answers_near_valid_and_damaged_frames() {
     );
 }
 
-/// The reproducer of the known deviation above: a JSON-RPC response is answered
-/// with nothing under the size limit, but with a `payload_too_large` error over
-/// it. Run with `cargo test --test fuzz_decoders -- --ignored`.
+/// A JSON-RPC response is answered with nothing, under the size limit and over it
+/// (the fuzzer found the second answered with a `payload_too_large` error).
 #[test]
-#[ignore = "known deviation in src/mcp/mod.rs (mcp_too_large): reported, not fixed here"]
 fn an_oversized_response_gets_no_answer() {
     let world = World::new(false, 64);
     let response = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;

@@ -181,6 +181,10 @@ struct Probe {
     id: Option<Value>,
     #[serde(default)]
     method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
 }
 
 /// Keeps a present `null` apart from an absent key.
@@ -256,10 +260,19 @@ impl Forum {
         let limit = self.config.limits.request_max_bytes;
         let probe = serde_json::from_str::<Probe>(request).ok();
         let id = match probe {
+            // A notification, or a response (to a request the server never
+            // sent): nothing answers either, whatever its size.
             Some(Probe {
                 id: None,
                 method: Some(_),
+                ..
             }) => return None,
+            Some(Probe {
+                method: None,
+                result,
+                error,
+                ..
+            }) if result.is_some() || error.is_some() => return None,
             Some(Probe { id: Some(id), .. }) if jsonrpc::is_valid_id(&id) => id,
             _ => Value::Null,
         };
