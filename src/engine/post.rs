@@ -532,7 +532,7 @@ impl Forum {
         key: &Idempotency,
         now: i64,
     ) -> Result<Option<Applied>> {
-        let Some(earlier) = tx.remembered(&caller.identity, &key.key)? else {
+        let Some((earlier, message)) = tx.remembered(&caller.identity, &key.key)? else {
             return Ok(None);
         };
         if earlier.at + self.ttl_ms() <= now {
@@ -549,10 +549,6 @@ impl Forum {
             .with_field("idempotency_key")
             .into());
         }
-        // Messages are never deleted; were one missing, the post would go on anew.
-        let Some(message) = tx.message(earlier.message)? else {
-            return Ok(None);
-        };
         let Some(thread) = tx.thread(message.thread)? else {
             return Ok(None);
         };

@@ -72,7 +72,8 @@ pub trait ReadTx {
     /// sorted), newest first, with ids below `before`, as `(message, thread)`.
     fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()>;
     /// The post `identity` made under idempotency `key`, if remembered.
-    fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>>;
+    /// (The message is read to find the post's time; it comes along.)
+    fn remembered(&self, identity: &str, key: &str) -> Result<Option<(Remembered, MessageRec)>>;
     /// Message feed: messages by id from ids greater than `after`, of one thread or
     /// of the whole forum, as `(message, thread)`.
     fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;

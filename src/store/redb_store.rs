@@ -753,7 +753,11 @@ macro_rules! impl_read {
                 })
             }
 
-            fn remembered(&self, identity: &str, key: &str) -> Result<Option<Remembered>> {
+            fn remembered(
+                &self,
+                identity: &str,
+                key: &str,
+            ) -> Result<Option<(Remembered, MessageRec)>> {
                 let record = key::idempotency(identity, key);
                 // Each lookup opens the table anew: a write transaction holds one
                 // open handle per table at a time, and `message` opens it too.
@@ -761,19 +765,23 @@ macro_rules! impl_read {
                     .table(INDEX)?
                     .get(record.as_slice())?
                     .map(|v| v.value());
-                let Some(message) = found else {
+                let Some(id) = found else {
                     return Ok(None);
                 };
                 // The post's time is its message's; its digest sits in the age index.
-                let Some(at) = self.message(message)?.map(|m| m.created_at) else {
+                let Some(message) = self.message(id)? else {
                     return Ok(None);
                 };
+                let at = message.created_at;
                 let aged = key::remembered(at.max(0) as u64, &record);
                 let digest = self.table(INDEX)?.get(aged.as_slice())?.map(|d| d.value());
-                Ok(digest.map(|digest| Remembered {
-                    message,
-                    at,
-                    digest,
+                Ok(digest.map(|digest| {
+                    let post = Remembered {
+                        message: id,
+                        at,
+                        digest,
+                    };
+                    (post, message)
                 }))
             }
 
