@@ -165,8 +165,16 @@ struct ServeArgs {
     idle_timeout_ms: u64,
     /// Serve at most this many connections at once; past them, a connection is
     /// answered 503 (too_many_connections) and closed.
-    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
+    /// Hold at most this many waiting reads (`wait_ms`) and event streams at once;
+    /// past them, one more is answered 503 (too_many_waits). Below --max-connections
+    /// [default: 1000, or half of --max-connections when that is less].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_waits: Option<u32>,
+    /// Send a comment on an event stream that has been silent this long, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    heartbeat_ms: u64,
 }
 
 #[derive(Args)]
@@ -258,22 +266,13 @@ fn run(cli: Cli) -> CmdResult {
     let config = || settings(cli.settings.as_deref());
     match cli.command {
         Command::Serve(args) => {
-            let forum = open(&cli.db, config()?, true)?;
             if args.stdio {
+                let forum = open(&cli.db, config()?, true)?;
                 stdio::serve(&forum, std::env::var("PARLEY_TOKEN").ok().as_deref())
             } else {
-                let options = http::Options {
-                    addr: args.http.unwrap_or_else(|| "127.0.0.1:7878".to_string()),
-                    allow_origins: args.allow_origin,
-                    allow_hosts: args.allow_host,
-                    grace: Duration::from_millis(args.shutdown_grace_ms),
-                    limits: http::Limits {
-                        header_timeout: Duration::from_millis(args.header_timeout_ms),
-                        idle_timeout: Duration::from_millis(args.idle_timeout_ms),
-                        max_connections: args.max_connections as usize,
-                    },
-                };
-                http::serve(forum, &options)
+                // The flags are checked before the forum file is opened (or made).
+                let options = http_options(args)?;
+                http::serve(open(&cli.db, config()?, true)?, &options)
             }
         }
         Command::Token(cmd) => {
@@ -338,6 +337,37 @@ fn run(cli: Cli) -> CmdResult {
         Command::Check { path } => check::run(path.as_deref().unwrap_or(&cli.db)),
         Command::Demo => demo::run(config()?),
     }
+}
+
+/// How `serve --http` serves, from its flags.
+fn http_options(args: ServeArgs) -> Result<http::Options, Failure> {
+    let (max_connections, warning) = http::fit_to_descriptors(args.max_connections as usize);
+    if let Some(warning) = warning {
+        eprintln!("{warning}");
+    }
+    let max_waits = match args.max_waits {
+        Some(n) if n >= args.max_connections => {
+            return Err(Failure::Other(format!(
+                "--max-waits {n} must be below --max-connections {} (each wait holds a connection; the rest serve other requests)",
+                args.max_connections
+            )))
+        }
+        Some(n) => (n as usize).min(max_connections.saturating_sub(1).max(1)),
+        None => 1000.min(max_connections / 2).max(1),
+    };
+    Ok(http::Options {
+        addr: args.http.unwrap_or_else(|| "127.0.0.1:7878".to_string()),
+        allow_origins: args.allow_origin,
+        allow_hosts: args.allow_host,
+        grace: Duration::from_millis(args.shutdown_grace_ms),
+        limits: http::Limits {
+            header_timeout: Duration::from_millis(args.header_timeout_ms),
+            idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+            max_connections,
+        },
+        max_waits,
+        heartbeat: Duration::from_millis(args.heartbeat_ms),
+    })
 }
 
 /// The settings of `--settings`/`PARLEY_SETTINGS`, or the defaults.

@@ -39,6 +39,7 @@ pub(crate) fn serve(forum: &Forum, token: Option<&str>) -> CmdResult {
                 handled.unwrap_or_else(|_| Some(internal_error(text)))
             }
             Line::TooLong => Some(too_large_response(max)),
+            Line::NotUtf8(at) => Some(not_utf8_response(at)),
         };
         if let Some(reply) = reply {
             output.write_all(one_line(reply).as_bytes())?;
@@ -60,6 +61,14 @@ fn internal_error(request: &str) -> String {
         .to_string()
 }
 
+/// The JSON-RPC parse error (-32700, id null) for a line that is not UTF-8: text
+/// that is not UTF-8 is not JSON (RFC 8259 §8.1), and decoding it lossily would
+/// store U+FFFD in place of the bytes sent. The same answer as over HTTP.
+fn not_utf8_response(at: usize) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("Parse error: the line is not valid UTF-8 (invalid byte at offset {at})") } })
+        .to_string()
+}
+
 /// The reply on a single line: a newline inside would break the framing.
 fn one_line(reply: String) -> String {
     if !reply.contains('\n') {
@@ -75,6 +84,8 @@ enum Line {
     Message(String),
     /// A line over the size limit, already skipped up to its end.
     TooLong,
+    /// A line that is not UTF-8: the offset of its first invalid byte.
+    NotUtf8(usize),
 }
 
 /// Reads one line holding at most `max` bytes (the newline aside) without buffering
@@ -115,9 +126,10 @@ fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Option<Lin
     if too_long {
         return Ok(Some(Line::TooLong));
     }
-    Ok(Some(Line::Message(
-        String::from_utf8_lossy(&buf).into_owned(),
-    )))
+    match String::from_utf8(buf) {
+        Ok(text) => Ok(Some(Line::Message(text))),
+        Err(err) => Ok(Some(Line::NotUtf8(err.utf8_error().valid_up_to()))),
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +143,7 @@ mod tests {
             out.push(match line {
                 Line::Message(m) => m,
                 Line::TooLong => "<too long>".into(),
+                Line::NotUtf8(at) => format!("<not UTF-8 at {at}>"),
             });
         }
         out
@@ -149,6 +162,7 @@ mod tests {
                 match read_line(&mut reader, max).unwrap() {
                     Some(Line::Message(m)) => proptest::prop_assert!(line.len() <= max && &m == line),
                     Some(Line::TooLong) => proptest::prop_assert!(line.len() > max),
+                    Some(Line::NotUtf8(_)) => proptest::prop_assert!(false, "ASCII is UTF-8"),
                     None => proptest::prop_assert!(false, "input ended early"),
                 }
             }
@@ -176,5 +190,16 @@ mod tests {
         assert_eq!(lines(b"abcdefghijkl\nxy\n", 5), ["<too long>", "xy"]);
         assert_eq!(lines(b"12345\n123456", 5), ["12345", "<too long>"]);
         assert!(lines(b"", 5).is_empty());
+    }
+
+    #[test]
+    fn lines_that_are_not_utf8_are_reported_not_decoded() {
+        assert_eq!(
+            lines(b"ok\n{\"a\":\"caf\xC3\"}\n\xFF\ncaf\xC3\xA9\n", 64),
+            ["ok", "<not UTF-8 at 9>", "<not UTF-8 at 0>", "caf\u{e9}"]
+        );
+        let v: serde_json::Value = serde_json::from_str(&not_utf8_response(3)).unwrap();
+        assert_eq!(v["error"]["code"], -32700);
+        assert!(v["id"].is_null());
     }
 }

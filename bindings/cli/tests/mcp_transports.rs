@@ -325,3 +325,67 @@ fn stdio_carries_one_message_per_line_and_exits_at_eof() {
         .unwrap();
     assert!(err.contains("MCP over stdio"), "logs go to stderr: {err}");
 }
+
+/// Runs a stdio server for `token` on `input` until it exits at its end; returns
+/// its stdout lines as JSON.
+fn stdio_session(forum: &TempForum, token: &str, input: &[u8]) -> Vec<Value> {
+    let mut child = forum
+        .command(&["serve", "--stdio"])
+        .env("PARLEY_TOKEN", token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("stdout carries only JSON-RPC messages"))
+        .collect()
+}
+
+#[test]
+fn stdio_refuses_lines_that_are_not_utf8_and_stores_nothing() {
+    let forum = TempForum::new();
+    let alice = forum.token("alice", &[]);
+    let mut input = Vec::new();
+    // A post whose body holds a byte that is not UTF-8, then one that is fine.
+    input.extend_from_slice(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"post","arguments":{"kind":"ask","body":"caf"#,
+    );
+    input.push(0xC3);
+    input.extend_from_slice(b"\"}}}\n");
+    input.extend_from_slice(
+        rpc(
+            2,
+            "tools/call",
+            json!({"name": "get_messages", "arguments": {}}),
+        )
+        .as_bytes(),
+    );
+    input.push(b'\n');
+    let replies = stdio_session(&forum, &alice, &input);
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert_eq!(replies[0]["error"]["code"], -32700, "{replies:?}");
+    assert!(replies[0]["id"].is_null());
+    assert!(replies[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("UTF-8"));
+    assert_eq!(replies[1]["id"], 2);
+    let stored = &replies[1]["result"]["structuredContent"]["items"];
+    assert_eq!(
+        stored.as_array().unwrap().len(),
+        0,
+        "nothing was posted: {stored}"
+    );
+}

@@ -8,7 +8,10 @@
 //!   first byte: it closes kept-alive connections nobody uses, and also bounds how
 //!   long a response may take to be read.
 //! - Nothing runs while a request is being served: a body arrives, and the engine
-//!   answers, in its own time (shutdown's grace period bounds both).
+//!   answers, in its own time (shutdown's grace period bounds both). A waiting read
+//!   is being served for as long as it waits, so no timeout here cuts it, whatever
+//!   its `wait_ms`. A response marked [`Streaming`] (an event stream) is being
+//!   served until its body ends: the stream itself drops a client that stops reading.
 //!
 //! hyper's own `header_read_timeout` starts as soon as a connection is ready for its
 //! next request, so on a kept-alive connection it is an idle timeout as well, and the
@@ -30,9 +33,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes, HttpBody};
 use axum::Router;
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
@@ -52,12 +55,51 @@ const LINGERING_MAX: usize = 64;
 /// What `Retry-After` says to a refused client, in seconds.
 const RETRY_AFTER_S: u64 = 1;
 
+/// Marks a response whose body is a long-lived stream: the connection counts as
+/// serving until the body ends, not idle once the head is sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Streaming;
+
 /// The limits a connection is held to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) max_connections: usize,
+}
+
+/// Descriptors kept for everything but client connections: the forum file, the
+/// listener, the standard streams, and refusals past the cap while they linger.
+const DESCRIPTORS_KEPT: u64 = 64 + LINGERING_MAX as u64;
+
+/// The connection cap that fits this process's open-file limit: `max`, or less
+/// with a warning when the limit (`ulimit -n`) cannot hold `max` sockets. Past the
+/// limit `accept` would fail for everyone, where the cap answers one client 503.
+pub(crate) fn fit_to_descriptors(max: usize) -> (usize, Option<String>) {
+    let Some(limit) = open_file_limit() else {
+        return (max, None);
+    };
+    let room = limit.saturating_sub(DESCRIPTORS_KEPT).max(1);
+    if max as u64 <= room {
+        return (max, None);
+    }
+    let fitted = room as usize;
+    let warning = format!(
+        "parley: warning: serving at most {fitted} connections, not {max}: the open-file limit is {limit} (raise it with `ulimit -n`)"
+    );
+    (fitted, Some(warning))
+}
+
+/// The soft limit on open files, from `/proc/self/limits` (Linux); `None` when
+/// unknown or unlimited.
+fn open_file_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Accepts connections until `stop` turns true, serves each with `router` under
@@ -370,11 +412,63 @@ impl Future for Answer {
     type Output = Result<axum::response::Response, std::convert::Infallible>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let answered = self.inner.as_mut().poll(cx);
-        if answered.is_ready() {
+        let answer = match self.inner.as_mut().poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(answer)) => answer,
+            Poll::Ready(Err(never)) => match never {},
+        };
+        if answer.extensions().get::<Streaming>().is_none() {
             self.cycle.enter(IDLE);
+            return Poll::Ready(Ok(answer));
         }
-        answered
+        let cycle = Some(Arc::clone(&self.cycle));
+        Poll::Ready(Ok(
+            answer.map(|inner| Body::new(StreamBody { inner, cycle }))
+        ))
+    }
+}
+
+/// The body of a [`Streaming`] response: the connection turns idle when it ends.
+struct StreamBody {
+    inner: Body,
+    cycle: Option<Arc<Cycle>>,
+}
+
+impl StreamBody {
+    fn ended(&mut self) {
+        if let Some(cycle) = self.cycle.take() {
+            cycle.enter(IDLE);
+        }
+    }
+}
+
+impl HttpBody for StreamBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) {
+            self.ended();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for StreamBody {
+    fn drop(&mut self) {
+        self.ended();
     }
 }
 
@@ -405,6 +499,20 @@ mod tests {
         cycle.enter(HEAD);
         assert_eq!(cycle.phase(), HEAD);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.header_timeout);
+    }
+
+    #[test]
+    fn the_cap_fits_the_open_file_limit() {
+        let limit = open_file_limit();
+        let (small, warning) = fit_to_descriptors(8);
+        if limit.is_none_or(|l| l >= 8 + DESCRIPTORS_KEPT) {
+            assert_eq!((small, warning), (8, None));
+        }
+        if let Some(limit) = limit {
+            let (fitted, warning) = fit_to_descriptors(usize::MAX / 2);
+            assert_eq!(fitted as u64, limit.saturating_sub(DESCRIPTORS_KEPT).max(1));
+            assert!(warning.unwrap().contains("ulimit -n"));
+        }
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! MCP Streamable HTTP, stateless: every `POST /mcp` carries one JSON-RPC message and
 //! gets its answer as `application/json` (202 and no body for a notification). The
 //! JSON-RPC handling itself is the engine's (`Forum::mcp`); this module only carries it.
+//!
+//! A `tools/call` of a waiting read with `wait_ms` (SPEC §14.2) waits here, as the
+//! REST reads do (see `waits`): the engine answers the call with `wait_ms` left
+//! out, again after each commit, until the answer has items, is an error, or the
+//! wait is over. Past the cap on waits, the call is a tool error whose structured
+//! content is `{"error": {"reason": "too_many_waits", …}}`.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -10,6 +16,7 @@ use parley_forum::{Reason, Refusal};
 use serde_json::{json, Value};
 
 use super::mcp_headers::{self, Route, INVALID_REQUEST, PARSE_ERROR};
+use super::waits::{self, Plan, Waited, Waits};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
@@ -55,7 +62,18 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
     }
     let forum = app.forum.clone();
-    let reply = match blocking(move || forum.mcp(token.as_deref(), &text)).await {
+    let reply = match waiting_call(&app.waits, &text) {
+        None => blocking(move || forum.mcp(token.as_deref(), &text)).await,
+        Some((wait, request)) => {
+            let run = move || forum.mcp(token.as_deref(), &request);
+            match waits::wait(&app, wait, run, tool_settled).await {
+                Ok(Waited::Done(reply)) => Ok(reply),
+                Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(&r, &app.waits))),
+                Err(resp) => Err(resp),
+            }
+        }
+    };
+    let reply = match reply {
         Ok(reply) => reply,
         Err(resp) => return resp,
     };
@@ -73,6 +91,57 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
+}
+
+/// For a `tools/call` that is to wait here: how long, and the request with
+/// `wait_ms` left out of its arguments. `None` for every other message, which goes
+/// to the engine as it came.
+fn waiting_call(waits: &Waits, text: &str) -> Option<(std::time::Duration, String)> {
+    let mut request: Value = serde_json::from_str(text).ok()?;
+    if request.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = request.get_mut("params")?.as_object_mut()?;
+    let name = params.get("name")?.as_str()?.to_string();
+    let arguments = params.get_mut("arguments")?.as_object_mut()?;
+    let Plan::Wait(wait) = waits.plan(&name, arguments) else {
+        return None;
+    };
+    arguments.remove("wait_ms");
+    Some((wait, request.to_string()))
+}
+
+/// Whether a reply to a waiting `tools/call` is final: anything but a successful
+/// result without items.
+fn tool_settled(reply: &Option<String>) -> bool {
+    let Some(reply) = reply else {
+        return true;
+    };
+    let Ok(reply) = serde_json::from_str::<Value>(reply) else {
+        return true;
+    };
+    let result = &reply["result"];
+    result["isError"] != Value::Bool(false) || waits::has_items(&result["structuredContent"])
+}
+
+/// The reply past the cap on waits: the first run's reply (its id and the era's
+/// result fields) turned into a tool error carrying the refusal.
+fn too_many_waits(first: &str, waits: &Waits) -> String {
+    let Ok(mut reply) = serde_json::from_str::<Value>(first) else {
+        return first.to_string();
+    };
+    let refusal = waits.refusal();
+    let text = format!(
+        "{}: {}",
+        waits::TOO_MANY_WAITS,
+        refusal["message"].as_str().unwrap_or_default()
+    );
+    if let Some(result) = reply.get_mut("result").and_then(Value::as_object_mut) {
+        result.insert("content".into(), json!([{ "type": "text", "text": text }]));
+        result.insert("structuredContent".into(), json!({ "error": refusal }));
+        result.insert("isError".into(), Value::Bool(true));
+    }
+    reply.to_string()
 }
 
 /// 405 for GET (this server opens no SSE stream) and DELETE (it keeps no sessions).

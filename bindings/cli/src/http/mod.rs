@@ -1,14 +1,21 @@
 //! The HTTP server: MCP Streamable HTTP at `POST /mcp` and the REST routes of
 //! SPEC §11.2 under `/v1`, one engine behind both.
 //!
-//! The engine is blocking (redb), so every call runs on tokio's blocking pool. On
-//! SIGINT or SIGTERM the listener stops accepting, requests in flight finish (within a
-//! grace period), and the forum is closed only after the last engine call has
-//! returned, so no acknowledged write is lost.
+//! The engine is blocking (redb), so no call runs on an async worker: a read runs
+//! on tokio's blocking pool, a post on the engine thread (`posts`), each run of a
+//! waiting read on a reader thread (`readers`). On SIGINT or SIGTERM the listener
+//! stops accepting, requests in flight finish (within a grace period), and the
+//! forum is closed only after the last engine call has returned, so no
+//! acknowledged write is lost.
 //!
 //! Before a request reaches a route: the connection counts against a cap and is held
 //! to a header and an idle timeout (`connections`); its `Host` must be allowed
 //! (`host`), and so must its `Origin` when it has one (`origin`).
+//!
+//! A read with `wait_ms` (REST and MCP) and an event stream (`sse`) wait for
+//! commits without holding a thread (`waits`); they count against their own cap.
+//! Shutdown ends every wait and stream at once (`Forum::end_waits`), so they do not
+//! hold the grace period up.
 
 mod connections;
 mod host;
@@ -16,7 +23,10 @@ pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
 mod posts;
+mod readers;
 mod rest;
+mod sse;
+mod waits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +43,7 @@ use parley_forum::{Forum, Reason, Refusal};
 use serde_json::{json, Value};
 
 use crate::{CmdResult, Failure};
-pub(crate) use connections::Limits;
+pub(crate) use connections::{fit_to_descriptors, Limits};
 pub(crate) use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
@@ -45,6 +55,14 @@ pub(crate) struct App {
     pub(crate) origins: Arc<Origins>,
     pub(crate) hosts: Arc<Hosts>,
     pub(crate) posts: Arc<posts::Posts>,
+    pub(crate) readers: Arc<readers::Readers>,
+    pub(crate) waits: Arc<waits::Waits>,
+    /// The longest an event stream stays silent: then it sends a comment.
+    pub(crate) heartbeat: Duration,
+    /// How long a stream waits for a client that does not read before dropping it.
+    pub(crate) idle_timeout: Duration,
+    /// Turns true when the server begins to shut down.
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How `serve --http` serves: the flags of the `serve` subcommand.
@@ -55,6 +73,10 @@ pub(crate) struct Options {
     /// How long requests in flight may take to finish after SIGINT/SIGTERM.
     pub(crate) grace: Duration,
     pub(crate) limits: Limits,
+    /// Waiting requests and event streams held at once.
+    pub(crate) max_waits: usize,
+    /// The heartbeat interval of event streams.
+    pub(crate) heartbeat: Duration,
 }
 
 /// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
@@ -73,6 +95,10 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
         posts::Posts::start(&forum)
             .map_err(|e| Failure::Other(format!("cannot start the engine thread: {e}")))?,
     );
+    let readers = Arc::new(
+        readers::Readers::start()
+            .map_err(|e| Failure::Other(format!("cannot start the reader threads: {e}")))?,
+    );
     let addr = options.addr.as_str();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -86,16 +112,24 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
             "parley: listening on http://{local} (MCP: POST /mcp, REST: /v1/…), realm {}",
             forum.config().realm
         );
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let app = App {
             forum: Arc::clone(&forum),
             origins: Arc::new(origins),
             hosts: Arc::new(hosts),
             posts: Arc::clone(&posts),
+            readers: Arc::clone(&readers),
+            waits: Arc::new(waits::Waits::new(&forum, options.max_waits)),
+            heartbeat: options.heartbeat,
+            idle_timeout: options.limits.idle_timeout,
+            stopping: stop_rx.clone(),
         };
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let ending = Arc::clone(&forum);
         tokio::spawn(async move {
             shutdown_signal().await;
             let _ = stop_tx.send(true);
+            // Every waiting read answers with its current result, every stream ends.
+            ending.end_waits();
         });
         let server = connections::serve(listener, router(app), options.limits, stop_rx.clone());
         let mut stopping = stop_rx;
@@ -112,10 +146,12 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
         }
         CmdResult::Ok(())
     })?;
-    // Dropping the runtime waits for blocking calls still running, and stopping the
-    // engine thread for the posts already queued; only then is the last reference
-    // to the forum released and the database closed.
+    // Dropping the runtime waits for blocking calls still running, stopping the
+    // reader threads for the reads they hold, and stopping the engine thread for the
+    // posts already queued; only then is the last reference to the forum released
+    // and the database closed.
     drop(runtime);
+    readers.stop();
     posts.stop();
     match Arc::try_unwrap(forum) {
         Ok(forum) => drop(forum),
@@ -139,12 +175,16 @@ pub(crate) fn router(app: App) -> Router {
         )
         .route("/v1/manifest", get(rest::manifest))
         .route("/v1/whoami", get(rest::whoami))
-        .route("/v1/messages", post(rest::post_message))
+        .route("/v1/messages", get(rest::messages).post(rest::post_message))
+        .route("/v1/messages/stream", get(sse::messages))
         .route("/v1/threads", get(rest::list_threads))
         .route("/v1/threads/{id}", get(rest::get_thread))
         .route("/v1/inbox", get(rest::inbox))
+        .route("/v1/inbox/stream", get(sse::inbox))
         .route("/v1/events", get(rest::events))
+        .route("/v1/events/stream", get(sse::events))
         .route("/v1/claims/{id}", get(rest::get_claim))
+        .route("/v1/search", get(rest::search))
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         .with_state(app)
@@ -391,5 +431,76 @@ mod tests {
         let resp = refusal_response(&limited);
         assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
+    }
+}
+
+/// A server in this process, for tests that act on the forum while it serves
+/// (revoking a token, which the command line cannot do while the file is held).
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use parley_forum::Forum;
+    use tokio::sync::watch;
+
+    use super::readers::Readers;
+    use super::{connections, origin::Origins, posts::Posts, router, waits::Waits, App, Hosts};
+
+    pub(crate) struct TestServer {
+        pub(crate) addr: SocketAddr,
+        pub(crate) forum: Arc<Forum>,
+        stop: watch::Sender<bool>,
+        runtime: Option<tokio::runtime::Runtime>,
+    }
+
+    impl TestServer {
+        pub(crate) fn start(forum: Forum, heartbeat: Duration) -> TestServer {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let forum = Arc::new(forum);
+            let (stop, stopping) = watch::channel(false);
+            let limits = connections::Limits {
+                header_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(60),
+                max_connections: 64,
+            };
+            let app = App {
+                forum: Arc::clone(&forum),
+                origins: Arc::new(Origins::new(&[]).unwrap()),
+                hosts: Arc::new(Hosts::new(&[]).unwrap()),
+                posts: Arc::new(Posts::start(&forum).unwrap()),
+                readers: Arc::new(Readers::start().unwrap()),
+                waits: Arc::new(Waits::new(&forum, 16)),
+                heartbeat,
+                idle_timeout: limits.idle_timeout,
+                stopping: stopping.clone(),
+            };
+            let listener = runtime
+                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+                .unwrap();
+            let addr = listener.local_addr().unwrap();
+            runtime.spawn(connections::serve(listener, router(app), limits, stopping));
+            TestServer {
+                addr,
+                forum,
+                stop,
+                runtime: Some(runtime),
+            }
+        }
+    }
+
+    impl Drop for TestServer {
+        fn drop(&mut self) {
+            let _ = self.stop.send(true);
+            self.forum.end_waits();
+            if let Some(runtime) = self.runtime.take() {
+                runtime.shutdown_timeout(Duration::from_secs(10));
+            }
+        }
     }
 }

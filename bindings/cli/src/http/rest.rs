@@ -6,11 +6,12 @@ use axum::body::Body;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use parley_forum::{Error, Reason, Refusal};
 use serde_json::{Map, Value};
 
+use super::waits::{self, Plan, Waited};
 use super::{
     bearer, blocking, engine_failed, error_response, json_response, read_body, refusal_response,
     App, BodyError,
@@ -18,7 +19,10 @@ use super::{
 
 /// Arguments that are numbers; every other query parameter stays a string (cursors
 /// are opaque and may look like numbers, and ids accept the decimal string form).
-const NUMERIC: [&str; 1] = ["limit"];
+pub(crate) const NUMERIC: [&str; 2] = ["limit", "wait_ms"];
+
+/// The header that carries a post's `idempotency_key` (SPEC §14.3).
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 pub(crate) async fn manifest(
     State(app): State<App>,
@@ -66,6 +70,24 @@ pub(crate) async fn events(
     query: RawQuery,
 ) -> Response {
     read(app, headers, query, "get_events", None).await
+}
+
+pub(crate) async fn messages(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "get_messages", None).await
+}
+
+/// `search` (SPEC §14.4); a forum whose engine has no `search` answers 404
+/// `unknown_operation`.
+pub(crate) async fn search(
+    State(app): State<App>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    read(app, headers, query, "search", None).await
 }
 
 pub(crate) async fn get_claim(
@@ -139,7 +161,7 @@ pub(crate) async fn post_message(
             return refusal_response(&refusal);
         }
     };
-    let envelope: Value = match serde_json::from_str(text) {
+    let mut envelope: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(err) => {
             let refusal = Refusal::new(
@@ -149,11 +171,54 @@ pub(crate) async fn post_message(
             return refusal_response(&refusal);
         }
     };
+    if let Err(refusal) = idempotency_header(&headers, &mut envelope) {
+        // The token is judged first (SPEC §12.1): a bad token wins over the header.
+        let forum = app.forum.clone();
+        let token_check = blocking(move || forum.call(token.as_deref(), "whoami", &Value::Null));
+        return match token_check.await {
+            Ok(Err(Error::Refused(first))) => refusal_response(&first),
+            Ok(_) => refusal_response(&refusal),
+            Err(resp) => resp,
+        };
+    }
     // Posts go to the engine thread in bunches (see `posts`), not one by one
     // through the blocking pool.
     match app.posts.post(token, envelope).await {
         Some(outcome) => respond("post", outcome, StatusCode::CREATED),
         None => engine_failed(),
+    }
+}
+
+/// Carries the `Idempotency-Key` header into the envelope's `idempotency_key`;
+/// refuses (`invalid_body`) a header that is not text, and one that differs from
+/// the key the envelope carries. The key's syntax is the engine's to judge.
+fn idempotency_header(headers: &HeaderMap, envelope: &mut Value) -> Result<(), Refusal> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else {
+        return Ok(());
+    };
+    let refuse = |message: &str| {
+        Err(Refusal::new(Reason::InvalidBody, message).with_field("idempotency_key"))
+    };
+    if values.next().is_some() {
+        return refuse("the Idempotency-Key header is given more than once");
+    }
+    let Ok(key) = value.to_str() else {
+        return refuse("the Idempotency-Key header is not printable ASCII");
+    };
+    // An envelope that is not an object is the engine's to refuse.
+    let Value::Object(fields) = envelope else {
+        return Ok(());
+    };
+    match fields.get("idempotency_key") {
+        None => {
+            fields.insert("idempotency_key".into(), Value::from(key));
+            Ok(())
+        }
+        Some(Value::String(given)) if given == key => Ok(()),
+        Some(_) => refuse(
+            "the Idempotency-Key header and the envelope's idempotency_key differ; give one, or the same in both",
+        ),
     }
 }
 
@@ -183,7 +248,32 @@ async fn read(
     if let Some((key, id)) = path_arg {
         args.insert(key.to_string(), Value::String(id));
     }
-    call(app, token, op, Value::Object(args), StatusCode::OK).await
+    match app.waits.plan(op, &args) {
+        Plan::Plain => call(app, token, op, Value::Object(args), StatusCode::OK).await,
+        Plan::Wait(wait) => {
+            args.remove("wait_ms");
+            let args = Value::Object(args);
+            let forum = app.forum.clone();
+            let run = move || forum.call(token.as_deref(), op, &args);
+            let settled = |r: &Result<Value, Error>| r.as_ref().map_or(true, waits::has_items);
+            match waits::wait(&app, wait, run, settled).await {
+                Ok(Waited::Done(outcome)) => respond(op, outcome, StatusCode::OK),
+                Ok(Waited::Full(_)) => too_many_waits(&app),
+                Err(resp) => resp,
+            }
+        }
+    }
+}
+
+/// 503 past the cap on waits, with `Retry-After`.
+pub(crate) fn too_many_waits(app: &App) -> Response {
+    let mut resp = json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &serde_json::json!({ "error": app.waits.refusal() }),
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(waits::RETRY_AFTER_S));
+    resp
 }
 
 async fn call(
@@ -202,7 +292,7 @@ async fn call(
 
 /// The response to an engine call's outcome: `success` with the result, the
 /// reason's status for a refusal.
-fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCode) -> Response {
+pub(crate) fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCode) -> Response {
     match outcome {
         Ok(result) => json_response(success, &result),
         Err(Error::Refused(refusal)) => refusal_response(&refusal),
@@ -224,7 +314,7 @@ fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCode) -> Resp
 }
 
 /// The query string as operation arguments: `limit=10&since=c1` → `{"limit": 10, "since": "c1"}`.
-fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
+pub(crate) fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
     check_utf8(query)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
         Refusal::new(
@@ -325,7 +415,7 @@ mod tests {
             let args = query_args(&query).unwrap();
             proptest::prop_assert_eq!(args.len(), pairs.len());
             for (key, value) in &pairs {
-                let expected = if key == "limit" && !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                let expected = if NUMERIC.contains(&key.as_str()) && !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
                     value.parse::<u64>().map(Value::from).unwrap_or_else(|_| json!(value))
                 } else {
                     json!(value)
