@@ -14,7 +14,7 @@ use crate::report::{Row, Target};
 use crate::workload::{concurrently, open, post_rate, settings, Cast};
 use crate::{Res, Sizes};
 
-const CLIENTS: usize = 16;
+pub const CLIENTS: usize = 16;
 
 /// A keep-alive HTTP/1.1 connection: just what the benchmark sends and reads.
 pub struct Conn {
@@ -132,7 +132,7 @@ fn read_response(r: &mut BufReader<TcpStream>) -> Res<(u16, Vec<u8>, bool)> {
 }
 
 /// The `parley` binary: `PARLEY_BIN`, else beside this one, else the release build.
-fn parley_bin() -> Option<PathBuf> {
+pub fn parley_bin() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PARLEY_BIN") {
         let p = PathBuf::from(p);
         return p.is_file().then_some(p);
@@ -146,7 +146,14 @@ fn parley_bin() -> Option<PathBuf> {
 }
 
 /// The server process, killed when dropped.
-struct Server(Child);
+pub struct Server(Child);
+
+impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -161,14 +168,27 @@ fn free_port() -> Res<u16> {
 }
 
 fn start(bin: &Path, db: &Path, log: &Path) -> Res<(Server, String)> {
+    start_with(bin, db, log, &settings(true), &[])
+}
+
+/// Starts `parley serve --http` on a free loopback port with these settings and
+/// extra flags; returns it once it answers, with its address.
+pub fn start_with(
+    bin: &Path,
+    db: &Path,
+    log: &Path,
+    settings: &Value,
+    extra: &[&str],
+) -> Res<(Server, String)> {
     let addr = format!("127.0.0.1:{}", free_port()?);
     let log = std::fs::File::create(log).map_err(|e| format!("server log: {e}"))?;
     let child = Command::new(bin)
         .arg("--db")
         .arg(db)
         .arg("--settings")
-        .arg(settings(true).to_string())
+        .arg(settings.to_string())
         .args(["serve", "--http", &addr])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
@@ -187,7 +207,8 @@ fn start(bin: &Path, db: &Path, log: &Path) -> Res<(Server, String)> {
     Err(format!("parley serve did not answer on {addr} within 10 s"))
 }
 
-fn http_rate(addr: &str, cast: &Cast, batches: &[Vec<Value>]) -> Res<f64> {
+/// Posts the batches over HTTP, client `i` posting batch `i`; returns posts/s.
+pub fn http_rate(addr: &str, cast: &Cast, batches: &[Vec<Value>]) -> Res<f64> {
     let count: usize = batches.iter().map(Vec::len).sum();
     let bodies: Vec<Vec<String>> = batches
         .iter()

@@ -6,6 +6,7 @@
 mod baseline;
 mod fig_http;
 mod fig_listen;
+mod fig_listen_http;
 mod fig_read;
 mod fig_rss;
 mod fig_search;
@@ -27,8 +28,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 15] = [
-    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "19", "20",
+const FIGURES: [&str; 18] = [
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
+    "19", "20",
 ];
 
 #[derive(Parser)]
@@ -94,6 +96,7 @@ pub struct Sizes {
     pub call_posts: usize,
     pub rss_messages: usize,
     pub wake_rounds: usize,
+    pub idle_waiters: usize,
     pub search_big: usize,
     pub search_small: usize,
 }
@@ -115,6 +118,7 @@ impl Sizes {
                 call_posts: 300,
                 rss_messages: 20_000,
                 wake_rounds: 30,
+                idle_waiters: 50,
                 search_big: 20_000,
                 search_small: 2_000,
             }
@@ -133,6 +137,7 @@ impl Sizes {
                 call_posts: 2_000,
                 rss_messages: 1_000_000,
                 wake_rounds: 400,
+                idle_waiters: 1_000,
                 search_big: 1_000_000,
                 search_small: 10_000,
             }
@@ -175,6 +180,9 @@ fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>>
         "10-rust" => one(fig_transport::rust_call(&sub, sizes)),
         "11" => one(fig_rss::rss(&sub, sizes)),
         "12" => one(fig_listen::wake(&sub, sizes)),
+        "13" => fig_listen_http::wake(&sub, sizes),
+        "14" => one(fig_listen_http::busy(&sub, sizes)),
+        "15" => one(fig_listen_http::memory(&sub, sizes)),
         "19" => one(fig_search::search(&sub, sizes)),
         "20" => one(fig_search::replay(&sub, sizes)),
         other => Err(format!("no figure {other}")),
