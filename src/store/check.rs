@@ -6,7 +6,7 @@ use std::path::Path;
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::tables::*;
-use super::{codec, redb_store};
+use super::{codec, redb_open, redb_store};
 use crate::error::{Error, Result};
 
 /// What [`check`] found in a forum file.
@@ -61,17 +61,17 @@ pub fn check(path: &Path) -> Result<CheckReport> {
 fn checked(path: &Path) -> Result<CheckReport> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Error::Storage(format!("cannot check {}: {e}", path.display())))?;
-    let mut db = redb_store::open_file(path, false)?;
-    let sound = redb_store::unpanicked(path, || Ok(db.check_integrity()?))?;
+    let mut db = redb_open::open_file(path, false)?;
+    let sound = redb_open::unpanicked(path, || Ok(db.check_integrity()?))?;
     // Refuses a redb file of another application, and migrates an older schema
     // exactly as an open would.
     drop(db);
     drop(redb_store::RedbStore::open_existing(path)?);
-    let db = redb_store::open_file(path, false)?;
-    redb_store::unpanicked(path, || count(&db, sound, &meta))
+    let db = redb_open::open_file(path, false)?;
+    redb_open::unpanicked(path, || count(&db, sound, &meta))
 }
 
-fn count(db: &redb_store::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
+fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
     let txn = db.begin_read()?;
     let schema_version = txn
         .open_table(META)?

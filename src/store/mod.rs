@@ -8,6 +8,7 @@ mod check;
 mod codec;
 mod file;
 pub mod records;
+mod redb_open;
 mod redb_store;
 mod tables;
 mod words;

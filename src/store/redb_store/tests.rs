@@ -1,0 +1,308 @@
+//! Unit tests of the redb store.
+
+use super::*;
+
+/// An event record of thread 1, numbered `id`.
+fn event(id: u64) -> EventRec {
+    EventRec {
+        id,
+        thread: 1,
+        message: 1,
+        change: crate::store::records::Change::State {
+            from: State::Open,
+            to: State::Closed,
+            confirmation: false,
+        },
+        by_user: false,
+        identity: "r:a".into(),
+        extension: None,
+        label: None,
+        confirmed: false,
+        at: 0,
+    }
+}
+
+#[test]
+fn ids_follow_the_last_stored_key_and_commit_whole() {
+    let store = RedbStore::in_memory().unwrap();
+    let mut w = store.write().unwrap();
+    assert_eq!(w.next_id(IdKind::Message).unwrap(), 1);
+    w.put_event(&event(1)).unwrap();
+    assert_eq!(w.next_id(IdKind::Event).unwrap(), 2);
+    drop(w); // aborted: nothing stays
+    assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 0);
+    let mut w = store.write().unwrap();
+    w.put_event(&event(1)).unwrap();
+    w.commit().unwrap();
+    assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 1);
+}
+
+#[test]
+fn handed_out_ids_are_remembered_by_commits_and_forgotten_by_aborts() {
+    let store = RedbStore::in_memory().unwrap();
+    let mut w = store.write().unwrap();
+    let first = w.next_id(IdKind::Event).unwrap();
+    w.put_event(&event(first)).unwrap();
+    assert_eq!(
+        w.next_id(IdKind::Event).unwrap(),
+        2,
+        "numbered within the transaction"
+    );
+    w.put_event(&event(2)).unwrap();
+    w.commit().unwrap();
+    let mut w = store.write().unwrap();
+    assert_eq!(w.next_id(IdKind::Event).unwrap(), 3);
+    drop(w); // aborted: 3 was never stored
+    let mut w = store.write().unwrap();
+    assert_eq!(
+        w.next_id(IdKind::Event).unwrap(),
+        3,
+        "an aborted id is handed out again"
+    );
+    w.put_event(&event(3)).unwrap();
+    w.commit().unwrap();
+    assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 3);
+}
+
+/// Stores message `id` in thread 1, the thread counting `count` messages.
+fn post_to_thread_1(
+    w: &mut dyn WriteTx,
+    id: u64,
+    count: u64,
+    before: Option<&ThreadSpot>,
+) -> Arc<ThreadRec> {
+    let mut thread = ThreadRec::bare(1, 1);
+    thread.message_count = count;
+    thread.last_message = id;
+    let thread = Arc::new(thread);
+    w.put_post(&MessageRec::bare(id, 1, None), &thread, before)
+        .unwrap();
+    thread
+}
+
+#[test]
+fn writers_see_the_thread_records_of_commits_only() {
+    let store = RedbStore::in_memory().unwrap();
+    let seen_by_a_writer = |store: &RedbStore| {
+        store
+            .write()
+            .unwrap()
+            .thread(1)
+            .unwrap()
+            .unwrap()
+            .message_count
+    };
+    let mut w = store.write().unwrap();
+    let first = post_to_thread_1(&mut *w, 1, 1, None);
+    w.commit().unwrap();
+    assert_eq!(seen_by_a_writer(&store), 1, "the commit's record");
+
+    let mut w = store.write().unwrap();
+    post_to_thread_1(&mut *w, 2, 2, Some(&first.spot()));
+    assert_eq!(
+        w.thread(1).unwrap().unwrap().message_count,
+        2,
+        "a transaction sees its own write"
+    );
+    drop(w); // rolled back
+    assert_eq!(
+        seen_by_a_writer(&store),
+        1,
+        "a rolled-back record is not kept"
+    );
+    assert_eq!(
+        store
+            .read()
+            .unwrap()
+            .thread(1)
+            .unwrap()
+            .unwrap()
+            .message_count,
+        1
+    );
+
+    let mut w = store.write().unwrap();
+    post_to_thread_1(&mut *w, 2, 2, Some(&first.spot()));
+    w.commit().unwrap();
+    assert_eq!(seen_by_a_writer(&store), 2, "the next commit's record");
+}
+
+#[test]
+fn the_thread_cache_is_bounded() {
+    let mut cache = HashMap::new();
+    for id in 0..CACHED_THREADS as u64 {
+        keep_thread(&mut cache, Arc::new(ThreadRec::bare(id, id)));
+    }
+    keep_thread(&mut cache, Arc::new(ThreadRec::bare(0, 9)));
+    assert_eq!(cache.len(), CACHED_THREADS, "a kept thread is replaced");
+    assert_eq!(cache[&0].root, 9);
+    keep_thread(
+        &mut cache,
+        Arc::new(ThreadRec::bare(CACHED_THREADS as u64, 1)),
+    );
+    assert_eq!(cache.len(), 1, "when full, emptied before a new thread");
+}
+
+#[test]
+fn a_failed_database_is_reopened_by_the_next_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&tmp.path().join("forum.redb"), Durability::Durable).unwrap();
+    let mut w = store.write().unwrap();
+    let id = w.next_id(IdKind::Event).unwrap();
+    w.put_event(&event(id)).unwrap();
+    w.commit().unwrap();
+    // As after an I/O error: the slot is emptied while a snapshot still holds
+    // the old database (and its lock on the file).
+    let (old, txn) = store.begin(|db| db.begin_read()).unwrap();
+    let snapshot = Snapshot {
+        txn,
+        _db: Arc::clone(&old),
+    };
+    store.failed(&old);
+    drop(old);
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(snapshot);
+    });
+    let mut w = store.write().unwrap();
+    assert_eq!(
+        w.next_id(IdKind::Event).unwrap(),
+        2,
+        "the ids survive the reopen"
+    );
+    w.put_event(&event(2)).unwrap();
+    w.commit().unwrap();
+    reader.join().unwrap();
+    assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 2);
+}
+
+#[test]
+fn an_in_memory_forum_cannot_be_reopened() {
+    let store = RedbStore::in_memory().unwrap();
+    let db = store.database().unwrap();
+    store.failed(&db);
+    assert!(
+        store.read().is_ok(),
+        "in memory, `failed` is never called on I/O"
+    );
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("forum.redb");
+    {
+        let db = Database::create(&dir).unwrap();
+        let w = db.begin_write().unwrap();
+        w.open_table(META)
+            .unwrap()
+            .insert("schema_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let err = RedbStore::open(&dir, Durability::Durable).err().unwrap();
+    assert!(matches!(err, Error::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 1));
+}
+
+#[test]
+fn foreign_redb_file_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("forum.redb");
+    {
+        let db = Database::create(&dir).unwrap();
+        let w = db.begin_write().unwrap();
+        let t: TableDefinition<u64, u64> = TableDefinition::new("other");
+        w.open_table(t).unwrap().insert(1, 1).unwrap();
+        w.commit().unwrap();
+    }
+    let before = std::fs::read(&dir).unwrap();
+    let err = RedbStore::open(&dir, Durability::Durable).err().unwrap();
+    assert!(matches!(err, Error::NotAForum(_)), "{err}");
+    assert!(err.to_string().contains("untouched"), "{err}");
+    assert_eq!(std::fs::read(&dir).unwrap(), before, "not one byte changed");
+}
+
+#[test]
+fn a_version_1_file_is_migrated_on_open() {
+    use crate::{Config, Forum, Right, TokenSpec};
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("forum.redb");
+    let (token, thread) = {
+        let forum = Forum::open(&path, Config::default()).unwrap();
+        let token = forum
+            .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
+            .unwrap();
+        let asked = forum
+            .call(Some(&token), "post", &json!({"kind": "ask", "body": "q?"}))
+            .unwrap();
+        let thread = asked["thread"]["id"].as_str().unwrap().to_string();
+        let other = forum
+            .create_token(&TokenSpec::llm("b", &[Right::Read, Right::Write]))
+            .unwrap();
+        forum
+            .call(
+                Some(&other),
+                "post",
+                &json!({"kind": "note", "thread": thread, "body": "n"}),
+            )
+            .unwrap();
+        (token, thread)
+    };
+    // Rewrite the file as version 1 had it: thread records in their own table.
+    {
+        let db = Database::open(&path).unwrap();
+        let w = db.begin_write().unwrap();
+        {
+            let mut messages = w.open_table(MESSAGES).unwrap();
+            let mut threads = w.open_table(THREADS_V1).unwrap();
+            let records: Vec<(u64, Vec<u8>)> = messages
+                .iter()
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|(k, _)| k.value().1 == THREAD_RECORD)
+                .map(|(k, v)| (k.value().0, v.value().to_vec()))
+                .collect();
+            assert_eq!(records.len(), 1);
+            for (id, record) in records {
+                messages.remove((id, THREAD_RECORD)).unwrap();
+                threads.insert(id, record.as_slice()).unwrap();
+            }
+            w.open_table(META)
+                .unwrap()
+                .insert("schema_version", 1)
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let forum = Forum::open(&path, Config::default()).unwrap();
+    let view = forum
+        .call(Some(&token), "get_thread", &json!({"thread": thread}))
+        .unwrap();
+    assert_eq!(view["thread"]["message_count"], 2);
+    assert_eq!(view["messages"][0]["replies"].as_array().unwrap().len(), 1);
+    let next = forum
+        .call(
+            Some(&token),
+            "post",
+            &json!({"kind": "ask", "body": "again?"}),
+        )
+        .unwrap();
+    assert_eq!(
+        next["thread"]["id"], "th_2",
+        "thread ids go on after the migration"
+    );
+    drop(forum);
+    let db = Database::open(&path).unwrap();
+    let r = db.begin_read().unwrap();
+    assert_eq!(
+        r.open_table(META)
+            .unwrap()
+            .get("schema_version")
+            .unwrap()
+            .unwrap()
+            .value(),
+        SCHEMA_VERSION
+    );
+    assert!(r.open_table(THREADS_V1).is_err(), "the old table is gone");
+}
