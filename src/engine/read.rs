@@ -60,6 +60,30 @@ struct Page {
     limit: usize,
 }
 
+impl Page {
+    /// Whether a scan that has `taken` items goes on: one past the limit tells
+    /// `more`.
+    fn flow(&self, taken: usize) -> Flow {
+        if taken > self.limit {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+/// `thread_not_found` for a named thread that does not exist.
+fn thread_exists(tx: &dyn ReadTx, thread: Option<u64>) -> Result<()> {
+    match thread {
+        Some(id) if tx.thread(id)?.is_none() => Err(Refusal::new(
+            Reason::ThreadNotFound,
+            format!("{} does not exist", IdKind::Thread.key(id)),
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 impl Forum {
     /// Token, then argument syntax, then the `read` right (§12.1).
     fn reader(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<std::sync::Arc<Caller>> {
@@ -166,11 +190,7 @@ impl Forum {
         let mut found = Vec::new();
         tx.scan_activity(state, page.after, &mut |pos, thread| {
             found.push((pos, thread));
-            Ok(if found.len() > page.limit {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            })
+            Ok(page.flow(found.len()))
         })?;
         let more = found.len() > page.limit;
         found.truncate(page.limit);
@@ -259,11 +279,7 @@ impl Forum {
                     ]),
                 ));
                 taken += 1;
-                Ok(if taken > page.limit {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
-                })
+                Ok(page.flow(taken))
             })?;
         }
         accepted.sort_by_key(|(pos, _)| *pos);
@@ -291,23 +307,11 @@ impl Forum {
         let thread = id_arg(args, "thread", IdKind::Thread)?;
         let page = self.page(args, Index::Events)?;
         caller.require(Right::Read)?;
-        if let Some(id) = thread {
-            if tx.thread(id)?.is_none() {
-                return Err(Refusal::new(
-                    Reason::ThreadNotFound,
-                    format!("{} does not exist", IdKind::Thread.key(id)),
-                )
-                .into());
-            }
-        }
+        thread_exists(&*tx, thread)?;
         let mut ids = Vec::new();
         tx.scan_events(thread, page.after, &mut |pos, _| {
             ids.push(pos);
-            Ok(if ids.len() > page.limit {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            })
+            Ok(page.flow(ids.len()))
         })?;
         let more = ids.len() > page.limit;
         ids.truncate(page.limit);
@@ -333,23 +337,11 @@ impl Forum {
         let thread = id_arg(args, "thread", IdKind::Thread)?;
         let page = self.page(args, Index::Messages)?;
         caller.require(Right::Read)?;
-        if let Some(id) = thread {
-            if tx.thread(id)?.is_none() {
-                return Err(Refusal::new(
-                    Reason::ThreadNotFound,
-                    format!("{} does not exist", IdKind::Thread.key(id)),
-                )
-                .into());
-            }
-        }
+        thread_exists(&*tx, thread)?;
         let mut ids = Vec::new();
         tx.scan_messages(thread, page.after, &mut |pos, _| {
             ids.push(pos);
-            Ok(if ids.len() > page.limit {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            })
+            Ok(page.flow(ids.len()))
         })?;
         let more = ids.len() > page.limit;
         ids.truncate(page.limit);
@@ -386,15 +378,7 @@ impl Forum {
         let thread = id_arg(args, "thread", IdKind::Thread)?;
         let page = self.page(args, Index::Search)?;
         caller.require(Right::Read)?;
-        if let Some(id) = thread {
-            if tx.thread(id)?.is_none() {
-                return Err(Refusal::new(
-                    Reason::ThreadNotFound,
-                    format!("{} does not exist", IdKind::Thread.key(id)),
-                )
-                .into());
-            }
-        }
+        thread_exists(&*tx, thread)?;
         // Newest first: a cursor is the oldest match returned, and the next page
         // starts below it.
         let before = if arg(args, "since").is_some() {
@@ -407,11 +391,7 @@ impl Forum {
             if thread.is_none_or(|t| t == in_thread) {
                 found.push(msg);
             }
-            Ok(if found.len() > page.limit {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            })
+            Ok(page.flow(found.len()))
         })?;
         let more = found.len() > page.limit;
         found.truncate(page.limit);
