@@ -8,6 +8,7 @@ mod admin;
 mod check;
 mod demo;
 mod http;
+mod human;
 mod progress;
 mod reads;
 mod search;
