@@ -553,14 +553,18 @@ class Session:
 
     # Tool use --------------------------------------------------------------------------
 
-    def tools(self, format: str = "mcp") -> List[Dict[str, Any]]:
-        """The operations as tool schemas: ``"mcp"``, ``"openai"`` or ``"anthropic"``.
+    def tools(self, format: str = "mcp", strict: bool = False) -> List[Dict[str, Any]]:
+        """The operations as tool schemas: ``"mcp"``, ``"openai"`` (Chat Completions),
+        ``"openai-responses"`` (the Responses API) or ``"anthropic"``.
 
         Derived from the MCP handler's ``tools/list``, so they match the server exactly.
+        ``strict=True`` (the openai formats) follows OpenAI's strict rules: every
+        property required, the optional ones nullable (``null`` means absent),
+        ``additionalProperties: false`` and only the keywords strict mode supports.
         """
         if self._tools is None:
             self._tools = _tools.list_tools(self._forum, self._token)
-        return _tools.render(self._tools, format)
+        return _tools.render(self._tools, format, strict)
 
     def _tool_names(self) -> List[str]:
         if self._tools is None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._parley import Forum
     from ._session import Session
 
-FORMATS = ("mcp", "openai", "anthropic")
+FORMATS = ("mcp", "openai", "openai-responses", "anthropic")
 
 # Bounds the tools/list paging loop; the handler lists every tool on one page.
 _MAX_PAGES = 16
@@ -42,34 +42,131 @@ def list_tools(forum: "Forum", token: Optional[str]) -> List[Dict[str, Any]]:
     raise ParleyError("the MCP handler's tool list did not end")
 
 
-def render(tools: List[Dict[str, Any]], format: str) -> List[Dict[str, Any]]:
-    """The tools in one model API's format (a fresh copy each time)."""
+def render(tools: List[Dict[str, Any]], format: str, strict: bool = False) -> List[Dict[str, Any]]:
+    """The tools in one model API's format (a fresh copy each time).
+
+    ``strict`` (``openai`` and ``openai-responses`` only) rewrites each input schema
+    by OpenAI's strict rules: see :func:`strict_schema`.
+    """
     if not isinstance(format, str):
         raise TypeError(f"format must be a str, not {type(format).__name__}")
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+    if format not in FORMATS:
+        raise ValueError(f"unknown tool format {format!r}; formats are {', '.join(FORMATS)}")
+    if strict and format not in ("openai", "openai-responses"):
+        raise ValueError(f"strict applies to the openai formats only, not {format!r}")
+
+    def parameters(tool: Dict[str, Any]) -> Dict[str, Any]:
+        schema = copy.deepcopy(tool["inputSchema"])
+        return strict_schema(schema) if strict else schema
+
     if format == "mcp":
         return copy.deepcopy(tools)
     if format == "openai":
+        rendered: List[Dict[str, Any]] = []
+        for tool in tools:
+            function: Dict[str, Any] = {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": parameters(tool),
+            }
+            if strict:
+                function["strict"] = True
+            rendered.append({"type": "function", "function": function})
+        return rendered
+    if format == "openai-responses":
+        # The Responses API's FunctionToolParam: flat, and `strict` is required.
         return [
             {
                 "type": "function",
-                "function": {
-                    "name": tool["name"],
-                    "description": tool.get("description", ""),
-                    "parameters": copy.deepcopy(tool["inputSchema"]),
-                },
-            }
-            for tool in tools
-        ]
-    if format == "anthropic":
-        return [
-            {
                 "name": tool["name"],
                 "description": tool.get("description", ""),
-                "input_schema": copy.deepcopy(tool["inputSchema"]),
+                "parameters": parameters(tool),
+                "strict": strict,
             }
             for tool in tools
         ]
-    raise ValueError(f"unknown tool format {format!r}; formats are {', '.join(FORMATS)}")
+    return [
+        {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": copy.deepcopy(tool["inputSchema"]),
+        }
+        for tool in tools
+    ]
+
+
+# The keywords OpenAI's strict mode accepts; others are dropped (their constraint
+# moves into the description, and the engine still enforces it).
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "enum",
+        "const", "anyOf", "description", "title", "pattern", "format", "minimum",
+        "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
+        "maxItems", "$defs", "$ref",
+    }
+)
+# What a dropped keyword means, for the description.
+_DROPPED = {"minLength": "at least {} characters", "maxLength": "at most {} characters"}
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+
+
+def strict_schema(schema: Dict[str, Any]) -> Dict[str, Any]:
+    """``schema`` rewritten by OpenAI's strict rules, in place, and returned.
+
+    Every property of every object is required and ``additionalProperties`` is
+    false; a property that was optional becomes nullable instead (the engine reads
+    ``null`` as absent). Keywords strict mode does not support are dropped, their
+    meaning appended to the description.
+    """
+    notes = []
+    for keyword in list(schema):
+        if keyword not in _STRICT_KEYWORDS:
+            value = schema.pop(keyword)
+            if keyword in _DROPPED:
+                notes.append(_DROPPED[keyword].format(value))
+    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
+        del schema["format"]
+    if notes:
+        text = schema.get("description", "")
+        schema["description"] = (text + " " if text else "") + "(" + "; ".join(notes) + ")"
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        required = set(schema.get("required", []))
+        for name, sub in properties.items():
+            strict_schema(sub)
+            if name not in required:
+                _nullable(sub)
+        schema["required"] = list(properties)
+        schema["additionalProperties"] = False
+    elif schema.get("type") == "object":
+        schema["properties"] = {}
+        schema["required"] = []
+        schema["additionalProperties"] = False
+    if isinstance(schema.get("items"), dict):
+        strict_schema(schema["items"])
+    for key in ("anyOf",):
+        for sub in schema.get(key, []):
+            strict_schema(sub)
+    for sub in schema.get("$defs", {}).values():
+        strict_schema(sub)
+    return schema
+
+
+def _nullable(schema: Dict[str, Any]) -> None:
+    """Lets ``schema`` also take ``null``."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        kind.append("null")
+    elif kind is None:
+        schema["anyOf"] = [{k: schema.pop(k) for k in list(schema) if k != "description"}, {"type": "null"}]
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        schema["enum"].append(None)
 
 
 def _error(reason: str, status: int, message: str) -> Dict[str, Any]:
@@ -103,7 +200,9 @@ def prepare(
     bad_args = "invalid_body" if name == "post" else "invalid_argument"
     names = session._tool_names()
     if name not in names:
-        return {}, {"error": {"message": f"unknown tool {name!r}; the tools are {', '.join(names)}"}}
+        # Not a protocol refusal (no engine call was made), but shaped like one, so
+        # a model's tool loop reads every error the same way.
+        return {}, _error("unknown_tool", 404, f"unknown tool {name!r}; the tools are {', '.join(names)}")
     args: Any
     if arguments is None:
         args = {}

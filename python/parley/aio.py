@@ -590,9 +590,9 @@ class AsyncSession:
     async def manifest(self) -> Dict[str, Any]:
         return await _call(self._session, "get_manifest", None)
 
-    async def tools(self, format: str = "mcp") -> List[Dict[str, Any]]:
+    async def tools(self, format: str = "mcp", strict: bool = False) -> List[Dict[str, Any]]:
         """The operations as tool schemas; see :meth:`parley.Session.tools`."""
-        return await asyncio.to_thread(self._session.tools, format)
+        return await asyncio.to_thread(self._session.tools, format, strict)
 
     async def dispatch(
         self, name: str, arguments: Union[Mapping[str, Any], str, None] = None

@@ -229,11 +229,13 @@ impl ManifestFacts {
     }
 
     fn id(&self, what: &str, prefix: &str) -> Value {
+        // Declared as a string only: a type list (`["string", "integer"]`) is valid JSON
+        // Schema, but several tool-calling frameworks reject it. The engine still
+        // accepts the plain number.
         json!({
-            "type": ["string", "integer"],
-            "description": format!("The {what}'s id: \"{prefix}_<n>\", or the plain number <n>."),
+            "type": "string",
+            "description": format!("The {what}'s id: \"{prefix}_<n>\" (the plain number <n> is accepted too)."),
             "pattern": format!("^({prefix}_)?[1-9][0-9]*$"),
-            "minimum": 1,
         })
     }
 
@@ -515,6 +517,26 @@ mod tests {
         assert_eq!(kinds.len(), 9);
         assert!(post["inputSchema"]["properties"].get("evidence").is_none());
         assert!(post["inputSchema"]["properties"].get("claim").is_none());
+    }
+
+    #[test]
+    fn every_input_schema_declares_one_type() {
+        fn walk(tool: &Value, schema: &Value) {
+            assert!(!schema["type"].is_array(), "{}: {schema}", tool["name"]);
+            for sub in schema["properties"]
+                .as_object()
+                .into_iter()
+                .flat_map(|p| p.values())
+            {
+                walk(tool, sub);
+            }
+            if schema["items"].is_object() {
+                walk(tool, &schema["items"]);
+            }
+        }
+        for tool in list(&manifest(json!({})), &OPERATIONS) {
+            walk(&tool, &tool["inputSchema"]);
+        }
     }
 
     #[test]

@@ -124,7 +124,8 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
         .as_object()
         .ok_or_else(|| Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object"))?;
 
-    if let Some(version) = obj.get("parley") {
+    // `null` is absent here as for every field (strict tool schemas send it).
+    if let Some(version) = present(obj, "parley") {
         if version.as_str() != Some("1") {
             return Err(Refusal::new(
                 Reason::UnsupportedVersion,
