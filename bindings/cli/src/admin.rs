@@ -1,8 +1,9 @@
 //! `parley token …`: the host side of identity. Tokens are issued here (and by the
-//! library bindings), never over MCP or HTTP (SPEC §2).
+//! library bindings), never over MCP or HTTP (SPEC §2). While a server holds the
+//! forum file, the same commands reach it through its admin channel (`control`).
 
 use clap::Subcommand;
-use parley_forum::{Forum, TokenSpec};
+use parley_forum::{Error, Forum, IdentityInfo, TokenSpec};
 use serde_json::{json, Map, Value};
 
 use crate::{CmdResult, Failure};
@@ -32,7 +33,30 @@ pub(crate) enum TokenCommand {
     List,
 }
 
-pub(crate) fn run(forum: &Forum, cmd: TokenCommand) -> CmdResult {
+/// What the token commands need: the forum opened here, or a running server.
+pub(crate) trait Tokens {
+    /// Issues a token from its spec in the JSON form every binding shares.
+    fn create(&self, spec: &Value) -> Result<String, Error>;
+    /// `false` when no active token matches.
+    fn revoke(&self, token: &str) -> Result<bool, Error>;
+    fn identities(&self) -> Result<Vec<IdentityInfo>, Error>;
+}
+
+impl Tokens for Forum {
+    fn create(&self, spec: &Value) -> Result<String, Error> {
+        self.create_token(&TokenSpec::from_json(spec)?)
+    }
+
+    fn revoke(&self, token: &str) -> Result<bool, Error> {
+        self.revoke_token(token)
+    }
+
+    fn identities(&self) -> Result<Vec<IdentityInfo>, Error> {
+        Forum::identities(self)
+    }
+}
+
+pub(crate) fn run(forum: &dyn Tokens, cmd: TokenCommand) -> CmdResult {
     match cmd {
         TokenCommand::Create {
             handle,
@@ -40,12 +64,14 @@ pub(crate) fn run(forum: &Forum, cmd: TokenCommand) -> CmdResult {
             rights,
             label,
         } => {
-            let spec = TokenSpec::from_json(&spec_json(&handle, human, rights, label))?;
-            println!("{}", forum.create_token(&spec)?);
+            println!(
+                "{}",
+                forum.create(&spec_json(&handle, human, rights, label))?
+            );
             Ok(())
         }
         TokenCommand::Revoke { token } => {
-            if forum.revoke_token(&token)? {
+            if forum.revoke(&token)? {
                 eprintln!("parley: token revoked");
                 Ok(())
             } else {

@@ -6,6 +6,7 @@
 
 mod admin;
 mod check;
+mod control;
 mod demo;
 mod http;
 mod human;
@@ -13,7 +14,9 @@ mod progress;
 mod reads;
 mod search;
 mod stdio;
+mod verbs;
 mod view;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -56,8 +59,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the forum over MCP (stdio or Streamable HTTP) and REST.
+    ///
+    /// While it serves, it also answers the other `parley` commands (token, post,
+    /// thread, inbox, events, claim, search and the verbs) on the Unix socket
+    /// `<forum-file>.sock` beside the forum file, which only this user can reach
+    /// (mode 0600, peer uid checked). Those commands use it when it answers and
+    /// open the file themselves when not. The socket is removed at shutdown; a stale
+    /// one left by a killed server is replaced; a file of that name that is not a
+    /// socket stops the server from starting and is left untouched.
     Serve(ServeArgs),
-    /// Issue, revoke and list tokens.
+    /// Issue, revoke and list tokens (through a running server when one holds the file).
     #[command(subcommand)]
     Token(admin::TokenCommand),
     /// Post one envelope and print the result.
@@ -129,6 +140,59 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the threads, by last activity, oldest first.
+    Threads {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// Only threads in this state (open, answered, decided, closed, deferred, obsolete, rejected).
+        #[arg(long)]
+        state: Option<String>,
+        #[command(flatten)]
+        page: reads::Page,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what awaits confirmation: each thread whose state is a proposal, who proposed it and why.
+    Proposals {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Confirm a thread's proposed state (a mark of that state by a confirmer).
+    Confirm(ActArgs),
+    /// Close a thread; closed by a person, it is confirmed and so locked.
+    Close(ActArgs),
+    /// Reopen a closed thread or one in a side state.
+    Reopen(ActArgs),
+    /// Set a thread's state: answered, decided, closed, deferred, obsolete, rejected, or open (a person only).
+    Mark {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The thread id (`th_3` or `3`).
+        thread: String,
+        /// The state to set.
+        state: String,
+        /// The message body [default: "State set."].
+        body: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a thread (under its root message).
+    Answer {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The thread id (`th_3` or `3`).
+        thread: String,
+        /// The answer.
+        text: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a closed forum file offline (every page's checksum, every record) and say what was found.
     Check {
         /// The forum file [default: the --db file].
@@ -143,7 +207,7 @@ struct ServeArgs {
     /// MCP over stdio: one JSON-RPC message per line; the token comes from PARLEY_TOKEN.
     #[arg(long, conflicts_with = "http")]
     stdio: bool,
-    /// Serve MCP (POST /mcp) and REST (/v1/...) over HTTP at this address [default: 127.0.0.1:7878].
+    /// Serve MCP (POST /mcp), REST (/v1/...) and the web view (/) over HTTP at this address [default: 127.0.0.1:7878].
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7878")]
     http: Option<String>,
     /// On SIGINT/SIGTERM, how long requests in flight may take to finish, in milliseconds.
@@ -176,6 +240,30 @@ struct ServeArgs {
     /// Send a comment on an event stream that has been silent this long, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     heartbeat_ms: u64,
+    /// End a web view session after this many seconds without a request.
+    #[arg(long, value_name = "S", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    web_session_idle_s: u64,
+    /// End a web view session this many seconds after sign-in, however busy.
+    #[arg(long, value_name = "S", default_value_t = 43_200, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    web_session_max_s: u64,
+    /// Mark the web view's cookies Secure: the server is reached through TLS (a
+    /// proxy on this machine may instead say so per request with X-Forwarded-Proto: https).
+    #[arg(long)]
+    web_secure_cookie: bool,
+}
+
+/// A thread and an optional body: what `confirm`, `close` and `reopen` take.
+#[derive(Args)]
+struct ActArgs {
+    #[command(flatten)]
+    auth: TokenArg,
+    /// The thread id (`th_3` or `3`).
+    thread: String,
+    /// The message body [default: the act's own, e.g. "Closed."].
+    body: Option<String>,
+    /// Print the raw result as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -265,39 +353,37 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> CmdResult {
     let config = || settings(cli.settings.as_deref());
+    // The running server of the file when its admin channel answers, else the file.
+    let here = |create: bool| -> Result<Target, Failure> { target(&cli.db, config()?, create) };
     match cli.command {
         Command::Serve(args) => {
             if args.stdio {
                 let forum = open(&cli.db, config()?, true)?;
-                stdio::serve(&forum, std::env::var("PARLEY_TOKEN").ok().as_deref())
+                let token = std::env::var("PARLEY_TOKEN").ok();
+                stdio::serve(forum, &cli.db, token.as_deref())
             } else {
                 // The flags are checked before the forum file is opened (or made).
                 let options = http_options(args)?;
-                http::serve(open(&cli.db, config()?, true)?, &options)
+                http::serve(open(&cli.db, config()?, true)?, &cli.db, &options)
             }
         }
         Command::Token(cmd) => {
             let create = matches!(cmd, admin::TokenCommand::Create { .. });
-            admin::run(&open(&cli.db, config()?, create)?, cmd)
+            admin::run(here(create)?.tokens(), cmd)
         }
-        Command::Post { auth, envelope } => reads::post(
-            &open(&cli.db, config()?, false)?,
-            auth.token.as_deref(),
-            &envelope,
-        ),
-        Command::Thread { auth, id, json } => reads::thread(
-            &open(&cli.db, config()?, false)?,
-            auth.token.as_deref(),
-            &id,
-            json,
-        ),
+        Command::Post { auth, envelope } => {
+            reads::post(here(false)?.calls(), auth.token.as_deref(), &envelope)
+        }
+        Command::Thread { auth, id, json } => {
+            reads::thread(here(false)?.calls(), auth.token.as_deref(), &id, json)
+        }
         Command::Inbox {
             auth,
             page,
             extension,
             json,
         } => reads::inbox(
-            &open(&cli.db, config()?, false)?,
+            here(false)?.calls(),
             auth.token.as_deref(),
             &page,
             extension,
@@ -309,18 +395,15 @@ fn run(cli: Cli) -> CmdResult {
             thread,
             json,
         } => reads::events(
-            &open(&cli.db, config()?, false)?,
+            here(false)?.calls(),
             auth.token.as_deref(),
             &page,
             thread,
             json,
         ),
-        Command::Claim { auth, id, json } => reads::claim(
-            &open(&cli.db, config()?, false)?,
-            auth.token.as_deref(),
-            &id,
-            json,
-        ),
+        Command::Claim { auth, id, json } => {
+            reads::claim(here(false)?.calls(), auth.token.as_deref(), &id, json)
+        }
         Command::Search {
             auth,
             words,
@@ -328,15 +411,97 @@ fn run(cli: Cli) -> CmdResult {
             page,
             json,
         } => search::run(
-            &open(&cli.db, config()?, false)?,
+            here(false)?.calls(),
             auth.token.as_deref(),
             &words,
             thread,
             &page,
             json,
         ),
+        Command::Threads {
+            auth,
+            state,
+            page,
+            json,
+        } => verbs::threads(
+            here(false)?.calls(),
+            auth.token.as_deref(),
+            state,
+            &page,
+            json,
+        ),
+        Command::Proposals { auth, json } => {
+            verbs::proposals(here(false)?.calls(), auth.token.as_deref(), json)
+        }
+        Command::Confirm(a) => act(here(false)?.calls(), a, &human::Act::Confirm),
+        Command::Close(a) => act(here(false)?.calls(), a, &human::Act::Close),
+        Command::Reopen(a) => act(here(false)?.calls(), a, &human::Act::Reopen),
+        Command::Mark {
+            auth,
+            thread,
+            state,
+            body,
+            json,
+        } => {
+            let mark = human::Act::parse("mark", Some(&state))?;
+            let token = auth.token.as_deref();
+            let forum = here(false)?;
+            verbs::act(forum.calls(), token, &thread, &mark, body.as_deref(), json)
+        }
+        Command::Answer {
+            auth,
+            thread,
+            text,
+            json,
+        } => verbs::act(
+            here(false)?.calls(),
+            auth.token.as_deref(),
+            &thread,
+            &human::Act::Answer,
+            text.as_deref(),
+            json,
+        ),
         Command::Check { path } => check::run(path.as_deref().unwrap_or(&cli.db)),
         Command::Demo => demo::run(config()?),
+    }
+}
+
+/// `confirm`, `close` and `reopen`: one act on one thread.
+fn act(forum: &dyn human::Call, a: ActArgs, act: &human::Act) -> CmdResult {
+    let token = a.auth.token.as_deref();
+    verbs::act(forum, token, &a.thread, act, a.body.as_deref(), a.json)
+}
+
+/// Where a command's calls go: a running server, through its admin channel, or the
+/// forum file, opened by this process.
+enum Target {
+    Server(control::Client),
+    // Boxed: a forum is several times the size of a client, and there is one target.
+    File(Box<Forum>),
+}
+
+impl Target {
+    fn calls(&self) -> &dyn human::Call {
+        match self {
+            Target::Server(client) => client,
+            Target::File(forum) => &**forum,
+        }
+    }
+
+    fn tokens(&self) -> &dyn admin::Tokens {
+        match self {
+            Target::Server(client) => client,
+            Target::File(forum) => &**forum,
+        }
+    }
+}
+
+/// The running server of `path` when its admin channel answers (the server's
+/// settings then apply, not `config`), else the file itself.
+fn target(path: &Path, config: Config, create: bool) -> Result<Target, Failure> {
+    match control::Client::connect(path).map_err(Failure::Other)? {
+        Some(client) => Ok(Target::Server(client)),
+        None => Ok(Target::File(Box::new(open(path, config, create)?))),
     }
 }
 
@@ -368,6 +533,9 @@ fn http_options(args: ServeArgs) -> Result<http::Options, Failure> {
         },
         max_waits,
         heartbeat: Duration::from_millis(args.heartbeat_ms),
+        web_session_idle: Duration::from_secs(args.web_session_idle_s),
+        web_session_max: Duration::from_secs(args.web_session_max_s),
+        web_secure_cookie: args.web_secure_cookie,
     })
 }
 
@@ -403,9 +571,21 @@ fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
         };
         // redb holds the file for one process at a time.
         if line.contains("already open") {
-            line.push_str(
-                " (a running `parley serve` holds it: stop it, or go through its HTTP API)",
-            );
+            let socket = control::socket_path(path);
+            if matches!(control::Client::connect(path), Ok(Some(_))) {
+                line.push_str(&format!(
+                    " (a running `parley serve` holds it; its admin channel answers at {}, \
+                     and the other commands go through it)",
+                    socket.display()
+                ));
+            } else {
+                line.push_str(&format!(
+                    " (another process holds it, and no admin channel answers at {}: \
+                     stop that process, or serve the file with `parley serve`, whose channel \
+                     the commands use)",
+                    socket.display()
+                ));
+            }
         }
         Failure::Other(line)
     })

@@ -1,12 +1,13 @@
 //! `parley post | thread | inbox | events | claim`: the operations from the command
-//! line, through the same generic call every transport uses.
+//! line, through the same generic call every transport uses (on the forum file, or
+//! through a running server's admin channel).
 
 use std::io::Read;
 
 use clap::Args;
-use parley_forum::Forum;
 use serde_json::{json, Map, Value};
 
+use crate::human::Call;
 use crate::{view, CmdResult, Failure};
 
 /// Paging options shared by the list views.
@@ -33,7 +34,7 @@ impl Page {
     }
 }
 
-pub(crate) fn post(forum: &Forum, token: Option<&str>, envelope: &str) -> CmdResult {
+pub(crate) fn post(forum: &dyn Call, token: Option<&str>, envelope: &str) -> CmdResult {
     let text = if envelope == "-" {
         let mut buf = String::new();
         std::io::stdin().read_to_string(&mut buf)?;
@@ -48,7 +49,7 @@ pub(crate) fn post(forum: &Forum, token: Option<&str>, envelope: &str) -> CmdRes
     Ok(())
 }
 
-pub(crate) fn thread(forum: &Forum, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
+pub(crate) fn thread(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
     let result = forum.call(token, "get_thread", &json!({ "thread": id }))?;
     if raw {
         print_json(&result);
@@ -61,7 +62,7 @@ pub(crate) fn thread(forum: &Forum, token: Option<&str>, id: &str, raw: bool) ->
 }
 
 pub(crate) fn inbox(
-    forum: &Forum,
+    forum: &dyn Call,
     token: Option<&str>,
     page: &Page,
     extension: Option<String>,
@@ -81,7 +82,7 @@ pub(crate) fn inbox(
 }
 
 pub(crate) fn events(
-    forum: &Forum,
+    forum: &dyn Call,
     token: Option<&str>,
     page: &Page,
     thread: Option<String>,
@@ -100,7 +101,7 @@ pub(crate) fn events(
     Ok(())
 }
 
-pub(crate) fn claim(forum: &Forum, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
+pub(crate) fn claim(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
     let result = forum.call(token, "get_claim", &json!({ "claim": id }))?;
     if raw {
         print_json(&result);
@@ -112,7 +113,7 @@ pub(crate) fn claim(forum: &Forum, token: Option<&str>, id: &str, raw: bool) -> 
 
 /// Every event (of one thread, or of the forum), following the cursor page by page.
 pub(crate) fn all_events(
-    forum: &Forum,
+    forum: &dyn Call,
     token: Option<&str>,
     thread: Option<&str>,
 ) -> Result<Vec<Value>, Failure> {

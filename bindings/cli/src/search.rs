@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 
-use parley_forum::Forum;
 use serde_json::{json, Value};
 
+use crate::human::Call;
 use crate::reads::{print_json, Page};
 use crate::CmdResult;
 
 pub(crate) fn run(
-    forum: &Forum,
+    forum: &dyn Call,
     token: Option<&str>,
     words: &[String],
     thread: Option<String>,

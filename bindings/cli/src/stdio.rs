@@ -1,17 +1,40 @@
 //! MCP over stdio: one JSON-RPC message per line in, one per line out.
 //!
 //! stdout carries nothing but MCP messages; diagnostics go to stderr. The loop ends
-//! at end of input.
+//! at end of input. Meanwhile the admin channel (`control`) answers beside the
+//! forum file, and is removed when the loop ends.
 
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
 
 use parley_forum::Forum;
 
+use crate::control::{Channel, Direct};
 use crate::http::mcp::too_large_response;
-use crate::CmdResult;
+use crate::{CmdResult, Failure};
 
-pub(crate) fn serve(forum: &Forum, token: Option<&str>) -> CmdResult {
+pub(crate) fn serve(forum: Forum, db: &Path, token: Option<&str>) -> CmdResult {
+    let forum = Arc::new(forum);
+    let mut channel = Channel::start(db, Arc::new(Direct(Arc::clone(&forum))))?;
+    let served = serve_lines(&forum, token);
+    // The channel's connections let go of the forum before it is closed; a
+    // waiting read among them answers now rather than at its deadline.
+    forum.end_waits();
+    if let Some(channel) = channel.as_mut() {
+        channel.stop();
+    }
+    drop(channel);
+    if Arc::try_unwrap(forum).is_err() {
+        return Err(Failure::Other(
+            "the forum was still in use at shutdown".into(),
+        ));
+    }
+    served
+}
+
+fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
     let token = token.filter(|t| !t.is_empty());
     let max = forum.config().limits.request_max_bytes;
     eprintln!(

@@ -243,8 +243,11 @@ fn a_served_forum_is_reported_busy() {
     let forum = TempForum::new();
     let alice = forum.token("alice", &[]);
     let server = common::Server::start(&forum.db, None, &[]);
-    assert_one_line_failure(&forum.run(&["token", "list"]), 1, "parley serve");
-    // The running server is the way in meanwhile.
+    // A second server cannot open the file, and says who holds it.
+    let second = forum.run(&["serve", "--http", "127.0.0.1:0"]);
+    assert_one_line_failure(&second, 1, "a running `parley serve` holds it");
+    // The commands reach the running server through its admin channel meanwhile.
+    assert!(forum.run(&["token", "list"]).status.success());
     assert_eq!(server.get("/v1/whoami", Some(&alice)).status, 200);
     server.terminate();
     assert!(forum.run(&["token", "list"]).status.success());

@@ -27,6 +27,7 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
+use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
@@ -124,8 +126,8 @@ pub(crate) async fn serve(
             accepted = listener.accept() => accepted,
             _ = stopping.wait_for(|stop| *stop) => break,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(err) => {
                 accept_failed(err).await;
                 continue;
@@ -135,7 +137,7 @@ pub(crate) async fn serve(
             Ok(slot) => {
                 let (router, builder, stop) = (router.clone(), builder.clone(), stop.clone());
                 tokio::spawn(async move {
-                    connection(stream, router, builder, limits, stop).await;
+                    connection(stream, peer, router, builder, limits, stop).await;
                     drop(slot);
                 });
             }
@@ -213,6 +215,7 @@ fn refuse(stream: TcpStream, refusal: &Arc<[u8]>, lingering: &Arc<Semaphore>) {
 /// its request in flight.
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     builder: http1::Builder,
     limits: Limits,
@@ -226,6 +229,7 @@ async fn connection(
     let service = Tracked {
         inner: TowerToHyperService::new(router),
         cycle: Arc::clone(&cycle),
+        peer,
     };
     let mut conn = pin!(builder.serve_connection(io, service));
     let mut stopped = pin!(async move {
@@ -382,6 +386,9 @@ impl AsyncWrite for Watched {
 struct Tracked {
     inner: TowerToHyperService<Router>,
     cycle: Arc<Cycle>,
+    /// The client's address, handed to each request as `ConnectInfo` (the web view
+    /// limits failed sign-ins per peer and trusts forwarded headers from loopback only).
+    peer: SocketAddr,
 }
 
 impl hyper::service::Service<hyper::Request<Incoming>> for Tracked {
@@ -389,8 +396,9 @@ impl hyper::service::Service<hyper::Request<Incoming>> for Tracked {
     type Error = std::convert::Infallible;
     type Future = Answer;
 
-    fn call(&self, request: hyper::Request<Incoming>) -> Answer {
+    fn call(&self, mut request: hyper::Request<Incoming>) -> Answer {
         self.cycle.enter_busy();
+        request.extensions_mut().insert(ConnectInfo(self.peer));
         Answer {
             inner: Box::pin(self.inner.call(request.map(Body::new))),
             cycle: Arc::clone(&self.cycle),

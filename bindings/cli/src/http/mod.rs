@@ -16,16 +16,19 @@
 //! commits without holding a thread (`waits`); they count against their own cap.
 //! Shutdown ends every wait and stream at once (`Forum::end_waits`), so they do not
 //! hold the grace period up.
+//!
+//! While it serves, the admin channel (`crate::control`) answers the command line on
+//! a Unix socket beside the forum file; its posts join the engine thread's bunches.
 
 mod connections;
 mod host;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
-mod posts;
+pub(crate) mod posts;
 mod readers;
 mod rest;
-mod sse;
+pub(crate) mod sse;
 mod waits;
 
 use std::sync::Arc;
@@ -47,6 +50,7 @@ pub(crate) use connections::{fit_to_descriptors, Limits};
 pub(crate) use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
+pub(crate) use rest::too_many_waits;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -63,6 +67,8 @@ pub(crate) struct App {
     pub(crate) idle_timeout: Duration,
     /// Turns true when the server begins to shut down.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
+    /// The web view's signed-in sessions.
+    pub(crate) web: Arc<crate::web::session::Sessions>,
 }
 
 /// How `serve --http` serves: the flags of the `serve` subcommand.
@@ -77,12 +83,18 @@ pub(crate) struct Options {
     pub(crate) max_waits: usize,
     /// The heartbeat interval of event streams.
     pub(crate) heartbeat: Duration,
+    /// A web session ends after this long without a request…
+    pub(crate) web_session_idle: Duration,
+    /// …and this long after sign-in, whichever comes first.
+    pub(crate) web_session_max: Duration,
+    /// The web view is reached through TLS: its cookies are `Secure`.
+    pub(crate) web_secure_cookie: bool,
 }
 
 /// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
 /// finish; a connection still open after that (a client that stalls mid-request) is
 /// closed. Engine calls already running always complete before the forum is closed.
-pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
+pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> CmdResult {
     let origins = Origins::new(&options.allow_origins).map_err(Failure::Other)?;
     let hosts = Hosts::new(&options.allow_hosts).map_err(Failure::Other)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -99,6 +111,14 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
         readers::Readers::start()
             .map_err(|e| Failure::Other(format!("cannot start the reader threads: {e}")))?,
     );
+    let engine = crate::control::Engine {
+        forum: Arc::clone(&forum),
+        posts: Arc::clone(&posts),
+        runtime: runtime.handle().clone(),
+    };
+    // Declared after the runtime, so that an early return drops it first: its
+    // posts wait on the runtime.
+    let mut channel = crate::control::Channel::start(db, Arc::new(engine))?;
     let addr = options.addr.as_str();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -109,7 +129,7 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
             eprintln!("parley: warning: listening beyond loopback over plain HTTP: bearer tokens travel unencrypted");
         }
         eprintln!(
-            "parley: listening on http://{local} (MCP: POST /mcp, REST: /v1/…), realm {}",
+            "parley: listening on http://{local} (MCP: POST /mcp, REST: /v1/…, web view: /), realm {}",
             forum.config().realm
         );
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -123,6 +143,11 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
             heartbeat: options.heartbeat,
             idle_timeout: options.limits.idle_timeout,
             stopping: stop_rx.clone(),
+            web: Arc::new(crate::web::session::Sessions::new(
+                options.web_session_idle,
+                options.web_session_max,
+                options.web_secure_cookie,
+            )),
         };
         let ending = Arc::clone(&forum);
         tokio::spawn(async move {
@@ -146,6 +171,11 @@ pub(crate) fn serve(forum: Forum, options: &Options) -> CmdResult {
         }
         CmdResult::Ok(())
     })?;
+    // The admin channel's connections finish their requests and let go of the forum.
+    if let Some(channel) = channel.as_mut() {
+        channel.stop();
+    }
+    drop(channel);
     // Dropping the runtime waits for blocking calls still running, stopping the
     // reader threads for the reads they hold, and stopping the engine thread for the
     // posts already queued; only then is the last reference to the forum released
@@ -185,6 +215,7 @@ pub(crate) fn router(app: App) -> Router {
         .route("/v1/events/stream", get(sse::events))
         .route("/v1/claims/{id}", get(rest::get_claim))
         .route("/v1/search", get(rest::search))
+        .merge(crate::web::routes())
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         .with_state(app)
@@ -479,6 +510,11 @@ pub(crate) mod testing {
                 heartbeat,
                 idle_timeout: limits.idle_timeout,
                 stopping: stopping.clone(),
+                web: Arc::new(crate::web::session::Sessions::new(
+                    Duration::from_secs(1800),
+                    Duration::from_secs(43200),
+                    false,
+                )),
             };
             let listener = runtime
                 .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

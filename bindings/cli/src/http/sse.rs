@@ -17,7 +17,8 @@
 //! ends. A comment line is sent when nothing else has been for the heartbeat
 //! interval (15 s by default), so that proxies and clients keep the stream open;
 //! a client that stops reading for the idle timeout is dropped; shutdown ends
-//! every stream.
+//! every stream. That sending end ([`Outlet`]) is shared with the web view's
+//! `/live`, which waits for commits the same way.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -198,28 +199,10 @@ async fn open(app: App, headers: HeaderMap, query: RawQuery, op: &'static str) -
         .with_field(arg.as_str());
         return refusal_response(&refusal);
     }
-    let Some(place) = app.waits.enter() else {
+    let Some((outlet, resp)) = Outlet::open(&app, sub) else {
         return too_many_waits(&app);
     };
-    let (tx, rx) = mpsc::channel(QUEUE);
-    let stream = Stream {
-        app: app.clone(),
-        read,
-        sub,
-        tx,
-        _place: place,
-        last_sent: Instant::now(),
-    };
-    tokio::spawn(stream.run(first));
-    let mut resp = Body::new(Events { rx }).into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    resp.extensions_mut().insert(Streaming);
+    tokio::spawn(Stream { read, outlet }.run(first));
     resp
 }
 
@@ -243,12 +226,8 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
 /// One stream's producer, running as its own task; the response body receives
 /// what it sends.
 struct Stream {
-    app: App,
     read: Read,
-    sub: Subscription,
-    tx: mpsc::Sender<Bytes>,
-    _place: Place,
-    last_sent: Instant,
+    outlet: Outlet,
 }
 
 impl Stream {
@@ -269,21 +248,21 @@ impl Stream {
                 text.push_str("event: error\ndata: ");
                 text.push_str(&error_json(err).to_string());
                 text.push_str("\n\n");
-                let _ = self.send(std::mem::take(&mut text)).await;
+                let _ = self.outlet.send(std::mem::take(&mut text)).await;
                 return;
             }
-            if !text.is_empty() && !self.send(std::mem::take(&mut text)).await {
+            if !text.is_empty() && !self.outlet.send(std::mem::take(&mut text)).await {
                 return;
             }
-            if *self.app.stopping.borrow() {
-                let _ = self.send(": the server is shutting down\n\n".into()).await;
+            if self.outlet.stopping() {
+                self.outlet.send_shutdown().await;
                 return;
             }
             if !batch.more {
-                match self.wait(last_run).await {
+                match self.outlet.wait(last_run).await {
                     Some(true) => {}
                     Some(false) => {
-                        let _ = self.send(": the server is shutting down\n\n".into()).await;
+                        self.outlet.send_shutdown().await;
                         return;
                     }
                     None => return,
@@ -292,17 +271,64 @@ impl Stream {
             batch = match self.read.run(batch.since).await {
                 Ok(next) => next,
                 Err(_) => {
-                    let failed = json!({ "error": { "reason": "internal_error", "status": 500, "message": "the engine call failed" } });
-                    let _ = self.send(format!("event: error\ndata: {failed}\n\n")).await;
+                    self.outlet.send_failure().await;
                     return;
                 }
             };
         }
     }
+}
+
+/// The sending end of an event stream, shared by every stream of the server: it
+/// holds the stream's place under the cap on waits, waits for commits without a
+/// thread while sending heartbeats, and drops a client that stops reading.
+pub(crate) struct Outlet {
+    app: App,
+    sub: Subscription,
+    tx: mpsc::Sender<Bytes>,
+    _place: Place,
+    last_sent: Instant,
+}
+
+impl Outlet {
+    /// Takes a place for a stream that waits on `sub` (taken before the stream's
+    /// first read, so that a commit after that read is seen), and the response whose
+    /// body carries what the outlet sends; `None` past the cap on waits.
+    pub(crate) fn open(app: &App, sub: Subscription) -> Option<(Outlet, Response)> {
+        let place = app.waits.enter()?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let outlet = Outlet {
+            app: app.clone(),
+            sub,
+            tx,
+            _place: place,
+            last_sent: Instant::now(),
+        };
+        let mut resp = Body::new(Events { rx }).into_response();
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        resp.extensions_mut().insert(Streaming);
+        Some((outlet, resp))
+    }
+
+    /// The commits the outlet's subscription has seen.
+    pub(crate) fn seen(&self) -> u64 {
+        self.sub.seen()
+    }
+
+    /// Whether the server has begun to shut down.
+    pub(crate) fn stopping(&self) -> bool {
+        *self.app.stopping.borrow()
+    }
 
     /// Waits for a commit, sending heartbeats meanwhile. `Some(true)`: read again;
     /// `Some(false)`: the waits were ended (shutdown); `None`: the client is gone.
-    async fn wait(&mut self, last_run: Instant) -> Option<bool> {
+    pub(crate) async fn wait(&mut self, last_run: Instant) -> Option<bool> {
         loop {
             let beat = self.last_sent + self.app.heartbeat;
             tokio::select! {
@@ -323,13 +349,43 @@ impl Stream {
         }
     }
 
+    /// Waits until `at`, sending heartbeats meanwhile; `false` when the client is
+    /// gone or the server is shutting down.
+    pub(crate) async fn pause_until(&mut self, at: Instant) -> bool {
+        let mut stopping = self.app.stopping.clone();
+        loop {
+            let beat = self.last_sent + self.app.heartbeat;
+            tokio::select! {
+                () = tokio::time::sleep_until(at) => return !self.stopping(),
+                () = tokio::time::sleep_until(beat), if beat < at => {
+                    if !self.send(": heartbeat\n\n".into()).await {
+                        return false;
+                    }
+                }
+                () = async { let _ = stopping.wait_for(|stop| *stop).await; } => return false,
+                () = self.tx.closed() => return false,
+            }
+        }
+    }
+
     /// Queues `text` for the client; `false` when the client is gone or has not
     /// read for the idle timeout.
-    async fn send(&mut self, text: String) -> bool {
+    pub(crate) async fn send(&mut self, text: String) -> bool {
         let sent = tokio::time::timeout(self.app.idle_timeout, self.tx.send(Bytes::from(text)));
         let ok = matches!(sent.await, Ok(Ok(())));
         self.last_sent = Instant::now();
         ok
+    }
+
+    /// The last words of a stream ended by shutdown.
+    pub(crate) async fn send_shutdown(&mut self) {
+        let _ = self.send(": the server is shutting down\n\n".into()).await;
+    }
+
+    /// The last words of a stream whose engine call failed.
+    pub(crate) async fn send_failure(&mut self) {
+        let failed = json!({ "error": { "reason": "internal_error", "status": 500, "message": "the engine call failed" } });
+        let _ = self.send(format!("event: error\ndata: {failed}\n\n")).await;
     }
 }
 

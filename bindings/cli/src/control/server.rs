@@ -1,0 +1,861 @@
+//! The server side of the admin channel: the socket's safe creation and removal,
+//! the accept loop, and one thread per admin connection.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parley_forum::{Error, Forum, TokenSpec};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use serde_json::{json, Value};
+
+use super::{failure, reply, socket_path, Kind, MAX_LINE};
+use crate::http::posts::Posts;
+use crate::Failure;
+
+/// How many connections the channel serves, and for how long.
+#[derive(Clone, Copy)]
+struct Limits {
+    /// Admin connections served at once; one more is answered `busy` and closed.
+    max_connections: usize,
+    /// A connection that sends nothing this long (between requests or within one)
+    /// is closed, so that a stalled client does not hold a slot.
+    idle: Duration,
+}
+
+/// The channel is for a person's commands and scripts, not for load.
+const LIMITS: Limits = Limits {
+    max_connections: 16,
+    idle: Duration::from_secs(30),
+};
+/// How long a reply may wait for a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the channel's requests go.
+pub(crate) trait Backend: Send + Sync + 'static {
+    fn forum(&self) -> &Forum;
+    /// Posts an envelope the way the server posts its own requests.
+    fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error>;
+}
+
+/// The HTTP server's engine: posts join its engine thread's bunches (and so its
+/// group commits), exactly as REST and MCP posts do.
+pub(crate) struct Engine {
+    pub(crate) forum: Arc<Forum>,
+    pub(crate) posts: Arc<Posts>,
+    /// The server's runtime, to wait for a post's outcome from a plain thread.
+    pub(crate) runtime: tokio::runtime::Handle,
+}
+
+impl Backend for Engine {
+    fn forum(&self) -> &Forum {
+        &self.forum
+    }
+
+    fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error> {
+        let posted = self
+            .runtime
+            .block_on(self.posts.post(token.map(str::to_string), envelope.clone()));
+        posted.unwrap_or_else(|| Err(Error::Storage("the engine thread failed".into())))
+    }
+}
+
+/// A forum served by nothing else that batches posts (`serve --stdio`): the
+/// engine's own group commit joins concurrent posts.
+pub(crate) struct Direct(pub(crate) Arc<Forum>);
+
+impl Backend for Direct {
+    fn forum(&self) -> &Forum {
+        &self.0
+    }
+
+    fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error> {
+        self.0.call(token, "post", envelope)
+    }
+}
+
+/// How a connection's peer uid is learned; a parameter so that a test can play a
+/// peer of another user (the tests may run as root, where no such peer can be made).
+type PeerUid = fn(&UnixStream) -> io::Result<u32>;
+
+fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
+}
+
+fn own_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The running channel. Dropping it stops it: no new connection is accepted, open
+/// ones are closed once their current request is answered, and the socket is
+/// removed if it is still the one this server made.
+pub(crate) struct Channel {
+    path: PathBuf,
+    /// Device and inode of the socket this server linked into place.
+    made: (u64, u64),
+    shared: Arc<Shared>,
+    wake: UnixStream,
+    accept: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    stopping: AtomicBool,
+    next_id: AtomicU64,
+    /// A handle of every open connection, to close it at shutdown.
+    open: Mutex<HashMap<u64, UnixStream>>,
+    /// Signalled whenever a connection's thread has let go of the backend.
+    ended: Condvar,
+}
+
+impl Shared {
+    fn open(&self) -> MutexGuard<'_, HashMap<u64, UnixStream>> {
+        // The map is only inserted into and removed from: a panic leaves it whole.
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Why the channel did not start.
+#[derive(Debug)]
+enum StartError {
+    /// The server must not start: something not ours, or a live server, holds the path.
+    Refuse(String),
+    /// The channel cannot be offered (e.g. a path too long for a socket); the server
+    /// may serve without it.
+    Unavailable(String),
+}
+
+impl Channel {
+    /// Starts the channel of the forum file `db`. A path held by something this
+    /// server must not replace is an error (the server does not start); a channel
+    /// that cannot be offered for another reason is a warning, and `None`.
+    pub(crate) fn start(db: &Path, backend: Arc<dyn Backend>) -> Result<Option<Channel>, Failure> {
+        match Channel::start_with(db, backend, peer_uid, LIMITS) {
+            Ok(channel) => {
+                eprintln!(
+                    "parley: admin channel on {} (token and forum commands reach this server through it)",
+                    channel.path.display()
+                );
+                Ok(Some(channel))
+            }
+            Err(StartError::Refuse(message)) => Err(Failure::Other(message)),
+            Err(StartError::Unavailable(message)) => {
+                eprintln!("parley: warning: no admin channel: {message}");
+                Ok(None)
+            }
+        }
+    }
+
+    fn start_with(
+        db: &Path,
+        backend: Arc<dyn Backend>,
+        peer: PeerUid,
+        limits: Limits,
+    ) -> Result<Channel, StartError> {
+        let path = socket_path(db);
+        clear_the_way(&path, own_uid())?;
+        let (listener, made) = bind_privately(&path)?;
+        let unavailable =
+            |e: io::Error| StartError::Unavailable(format!("{}: {e}", path.display()));
+        // From here on, a failure takes back the socket just linked.
+        let ready =
+            UnixStream::pair().and_then(|pair| listener.set_nonblocking(true).map(|()| pair));
+        let (wake, woken) = match ready {
+            Ok(pair) => pair,
+            Err(e) => {
+                remove_if_ours(&path, made);
+                return Err(unavailable(e));
+            }
+        };
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+            ended: Condvar::new(),
+        });
+        let accepting = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("parley-admin".into())
+            .spawn(move || accept_loop(&listener, &woken, &accepting, &backend, peer, limits));
+        let accept = match accept {
+            Ok(handle) => handle,
+            Err(e) => {
+                remove_if_ours(&path, made);
+                return Err(unavailable(e));
+            }
+        };
+        Ok(Channel {
+            path,
+            made,
+            shared,
+            wake,
+            accept: Some(accept),
+        })
+    }
+
+    /// Stops accepting, closes every connection (a request being handled is
+    /// answered first), waits until no connection holds the backend, and removes
+    /// the socket if it is still ours.
+    pub(crate) fn stop(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let _ = self.wake.write_all(b"x");
+        let _ = accept.join();
+        let mut open = self.shared.open();
+        for stream in open.values() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        while !open.is_empty() {
+            open = self
+                .shared
+                .ended
+                .wait(open)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        drop(open);
+        remove_if_ours(&self.path, self.made);
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Makes sure `path` is free for a new socket: absent, or a stale socket of this
+/// user (`own`) that nobody answers (it is removed). Anything else is left untouched.
+fn clear_the_way(path: &Path, own: u32) -> Result<(), StartError> {
+    let shown = path.display();
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StartError::Refuse(format!("cannot inspect {shown}: {e}"))),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(StartError::Refuse(format!(
+            "{shown} exists and is not a socket; the server's admin channel needs that name. \
+             It was left untouched: move it away, or serve a forum file of another name"
+        )));
+    }
+    if meta.uid() != own {
+        return Err(StartError::Refuse(format!(
+            "{shown} is a socket of another user (uid {}); it was left untouched",
+            meta.uid()
+        )));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Err(StartError::Refuse(format!(
+            "another server answers on {shown}; it was left untouched"
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+            // Nobody listens: a server that was killed left it. Removed only if it
+            // is still the socket just inspected.
+            remove_if_ours(path, (meta.dev(), meta.ino()));
+            eprintln!("parley: replaced a stale admin socket at {shown}");
+            Ok(())
+        }
+        Err(e) => Err(StartError::Refuse(format!(
+            "{shown} is a socket that cannot be probed ({e}); it was left untouched"
+        ))),
+    }
+}
+
+/// Binds the socket in a fresh 0700 directory beside `path`, sets and checks its
+/// mode 0600 there, then links it to `path` (a link never replaces a file that
+/// appeared meanwhile). Returns the listener and the socket's device and inode.
+fn bind_privately(path: &Path) -> Result<(UnixListener, (u64, u64)), StartError> {
+    let shown = path.display();
+    let unavailable = |what: &str, e: io::Error| StartError::Unavailable(format!("{what}: {e}"));
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let private = tempfile::Builder::new()
+        .prefix(".parley-admin-")
+        .tempdir_in(dir)
+        .map_err(|e| {
+            unavailable(
+                &format!("cannot make a private directory in {}", dir.display()),
+                e,
+            )
+        })?;
+    let staged = private.path().join("s");
+    let listener = UnixListener::bind(&staged)
+        .map_err(|e| unavailable(&format!("cannot bind a socket beside {shown}"), e))?;
+    fs::set_permissions(&staged, fs::Permissions::from_mode(0o600))
+        .map_err(|e| unavailable("cannot set the socket's mode", e))?;
+    let meta =
+        fs::symlink_metadata(&staged).map_err(|e| unavailable("cannot inspect the socket", e))?;
+    if !meta.file_type().is_socket() || meta.mode() & 0o777 != 0o600 || meta.uid() != own_uid() {
+        return Err(StartError::Unavailable(format!(
+            "the socket did not come out as a 0600 socket of this user (mode {:o})",
+            meta.mode() & 0o7777
+        )));
+    }
+    match fs::hard_link(&staged, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(StartError::Refuse(format!(
+                "{shown} appeared while the admin channel started; it was left untouched"
+            )))
+        }
+        Err(e) => {
+            return Err(unavailable(
+                &format!("cannot link the socket to {shown}"),
+                e,
+            ))
+        }
+    }
+    // The private directory and its name for the socket go; the listener stays.
+    drop(private);
+    Ok((listener, (meta.dev(), meta.ino())))
+}
+
+/// Removes `path` if it is still the file with this device and inode.
+fn remove_if_ours(path: &Path, (dev, ino): (u64, u64)) {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.dev() == dev && meta.ino() == ino {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+fn accept_loop(
+    listener: &UnixListener,
+    woken: &UnixStream,
+    shared: &Arc<Shared>,
+    backend: &Arc<dyn Backend>,
+    peer: PeerUid,
+    limits: Limits,
+) {
+    let own = own_uid();
+    loop {
+        let mut fds = [
+            PollFd::new(listener, PollFlags::IN),
+            PollFd::new(woken, PollFlags::IN),
+        ];
+        // The wake-up ends the wait at once; the bound only guards the stop flag
+        // against a wake-up that never came.
+        let bound = Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        if let Err(e) = poll(&mut fds, Some(&bound)) {
+            if e != rustix::io::Errno::INTR {
+                eprintln!("parley: admin channel: poll failed ({e}); it stops");
+                return;
+            }
+        }
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => admit(stream, shared, backend, peer, own, limits),
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                // Out of descriptors, most likely: wait for some to be freed.
+                eprintln!("parley: admin channel: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Checks the peer and the connection cap, then serves the connection on a thread
+/// of its own.
+fn admit(
+    stream: UnixStream,
+    shared: &Arc<Shared>,
+    backend: &Arc<dyn Backend>,
+    peer: PeerUid,
+    own: u32,
+    limits: Limits,
+) {
+    // The accepted socket does not inherit the listener's non-blocking mode on
+    // every platform; the connection's reads block with a timeout.
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    match peer(&stream) {
+        Ok(uid) if uid == own => {}
+        Ok(uid) => {
+            refuse(
+                stream,
+                Kind::PeerRefused,
+                &format!("the admin channel serves uid {own} only, not uid {uid}"),
+            );
+            return;
+        }
+        Err(e) => {
+            refuse(
+                stream,
+                Kind::PeerRefused,
+                &format!("the peer's uid is unknown ({e})"),
+            );
+            return;
+        }
+    }
+    let _ = stream.set_read_timeout(Some(limits.idle));
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    {
+        let mut open = shared.open();
+        if open.len() >= limits.max_connections {
+            drop(open);
+            refuse(
+                stream,
+                Kind::Busy,
+                &format!(
+                    "{} admin connections are open; try again",
+                    limits.max_connections
+                ),
+            );
+            return;
+        }
+        match stream.try_clone() {
+            Ok(handle) => open.insert(id, handle),
+            Err(e) => {
+                drop(open);
+                refuse(
+                    stream,
+                    Kind::Internal,
+                    &format!("cannot serve the connection: {e}"),
+                );
+                return;
+            }
+        };
+    }
+    let (serving, backend) = (Arc::clone(shared), Arc::clone(backend));
+    let spawned = std::thread::Builder::new()
+        .name("parley-admin-conn".into())
+        .spawn(move || {
+            serve_connection(stream, &*backend);
+            // The backend (and through it the forum) is let go of before the
+            // connection counts as ended, so that shutdown can close the forum.
+            drop(backend);
+            serving.open().remove(&id);
+            serving.ended.notify_all();
+        });
+    if spawned.is_err() {
+        // The closure, with the stream, is gone; so is the connection.
+        shared.open().remove(&id);
+        shared.ended.notify_all();
+    }
+}
+
+fn refuse(mut stream: UnixStream, kind: Kind, message: &str) {
+    let _ = writeln!(stream, "{}", failure(kind, message));
+}
+
+/// One line of a request.
+enum Line {
+    Text(String),
+    TooLong,
+    NotUtf8,
+}
+
+/// Reads one line of at most `max` bytes (the newline aside); `None` at the end of
+/// input. A longer line is not read further.
+fn read_line(input: &mut impl BufRead, max: usize) -> io::Result<Option<Line>> {
+    let mut buf = Vec::new();
+    input.take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > max {
+        return Ok(Some(Line::TooLong));
+    }
+    Ok(Some(match String::from_utf8(buf) {
+        Ok(text) => Line::Text(text),
+        Err(_) => Line::NotUtf8,
+    }))
+}
+
+fn serve_connection(stream: UnixStream, backend: &dyn Backend) {
+    let Ok(reading) = stream.try_clone() else {
+        return;
+    };
+    let mut input = BufReader::new(reading);
+    let mut output = stream;
+    // A read error is the idle timeout, the client gone, or shutdown closing the
+    // connection: in each case the connection ends.
+    while let Ok(Some(line)) = read_line(&mut input, MAX_LINE) {
+        let (answer, close) = match line {
+            Line::Text(text) if text.trim().is_empty() => continue,
+            Line::Text(text) => {
+                let handled = catch_unwind(AssertUnwindSafe(|| handle(backend, &text)));
+                let answer = handled.unwrap_or_else(|_| {
+                    failure(
+                        Kind::Internal,
+                        "handling the request failed inside the server",
+                    )
+                });
+                (answer, false)
+            }
+            Line::TooLong => (
+                failure(
+                    Kind::LineTooLong,
+                    &format!(
+                        "a request line is at most {MAX_LINE} bytes; the connection is closed"
+                    ),
+                ),
+                true,
+            ),
+            Line::NotUtf8 => (
+                failure(Kind::NotUtf8, "the request line is not UTF-8"),
+                false,
+            ),
+        };
+        if writeln!(output, "{answer}").is_err() || close {
+            return;
+        }
+    }
+}
+
+/// Answers one request line.
+fn handle(backend: &dyn Backend, text: &str) -> Value {
+    let bad = |message: &str| failure(Kind::BadRequest, message);
+    let request: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => return bad(&format!("the request is not JSON: {e}")),
+    };
+    let Some(request) = request.as_object() else {
+        return bad("the request must be a JSON object");
+    };
+    let forum = backend.forum();
+    match request.get("op").and_then(Value::as_str) {
+        Some("token_create") => match request.get("spec") {
+            Some(spec @ Value::Object(_)) => reply(
+                TokenSpec::from_json(spec)
+                    .and_then(|spec| forum.create_token(&spec))
+                    .map(|token| json!({ "token": token })),
+            ),
+            _ => bad("token_create needs `spec`, a JSON object"),
+        },
+        Some("token_revoke") => match request.get("token").and_then(Value::as_str) {
+            Some(token) => reply(
+                forum
+                    .revoke_token(token)
+                    .map(|revoked| json!({ "revoked": revoked })),
+            ),
+            None => bad("token_revoke needs `token`, a string"),
+        },
+        Some("token_list") => reply(forum.identities().map(|identities| {
+            let list: Vec<Value> = identities
+                .into_iter()
+                .map(|i| {
+                    json!({
+                        "identity": i.identity,
+                        "kind": i.kind.as_str(),
+                        "label": i.label,
+                        "active_tokens": i.active_tokens,
+                    })
+                })
+                .collect();
+            json!({ "identities": list })
+        })),
+        Some("call") => {
+            let token = match request.get("token") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(token)) => Some(token.as_str()),
+                Some(_) => return bad("`token` must be a string or null"),
+            };
+            let Some(operation) = request.get("operation").and_then(Value::as_str) else {
+                return bad("call needs `operation`, a string");
+            };
+            let args = request.get("args").unwrap_or(&Value::Null);
+            if operation == "post" {
+                reply(backend.post(token, args))
+            } else {
+                reply(forum.call(token, operation, args))
+            }
+        }
+        Some(other) => bad(&format!(
+            "unknown op `{}`: token_create, token_revoke, token_list or call",
+            other.chars().take(40).collect::<String>()
+        )),
+        None => {
+            bad("the request needs `op`, a string: token_create, token_revoke, token_list or call")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_forum::Config;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        db: PathBuf,
+        forum: Arc<Forum>,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("f.redb");
+        let forum = Arc::new(Forum::in_memory(Config::default()).unwrap());
+        Fixture {
+            _dir: dir,
+            db,
+            forum,
+        }
+    }
+
+    fn exchange(stream: &mut UnixStream, line: &str) -> Value {
+        writeln!(stream, "{line}").unwrap();
+        let mut reply = String::new();
+        BufReader::new(stream.try_clone().unwrap())
+            .read_line(&mut reply)
+            .unwrap();
+        serde_json::from_str(&reply).unwrap()
+    }
+
+    fn other_user(_: &UnixStream) -> io::Result<u32> {
+        Ok(own_uid().wrapping_add(1))
+    }
+
+    #[test]
+    fn a_peer_of_another_user_is_refused_and_disconnected() {
+        let f = fixture();
+        let backend: Arc<dyn Backend> = Arc::new(Direct(Arc::clone(&f.forum)));
+        let channel = Channel::start_with(&f.db, backend, other_user, LIMITS).unwrap();
+        let mut stream = UnixStream::connect(socket_path(&f.db)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut first = String::new();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        reader.read_line(&mut first).unwrap();
+        let reply: Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(reply["error"]["kind"], "peer_refused");
+        // Nothing more is read from this peer: the connection is closed.
+        let _ = writeln!(stream, r#"{{"op":"token_list"}}"#);
+        let mut rest = String::new();
+        assert_eq!(reader.read_line(&mut rest).unwrap_or(0), 0);
+        drop(channel);
+        assert!(!socket_path(&f.db).exists());
+    }
+
+    #[test]
+    fn the_own_user_is_served_and_requests_are_checked() {
+        let f = fixture();
+        let backend: Arc<dyn Backend> = Arc::new(Direct(Arc::clone(&f.forum)));
+        let mut channel = Channel::start_with(&f.db, backend, peer_uid, LIMITS).unwrap();
+        let mut s = UnixStream::connect(socket_path(&f.db)).unwrap();
+        let created = exchange(
+            &mut s,
+            r#"{"op":"token_create","spec":{"handle":"ann","kind":"human"}}"#,
+        );
+        let token = created["ok"]["token"].as_str().unwrap().to_string();
+        let who = exchange(
+            &mut s,
+            &json!({"op":"call","token":token,"operation":"whoami"}).to_string(),
+        );
+        assert_eq!(who["ok"]["identity"], "human:ann");
+        for (line, kind) in [
+            ("{", "bad_request"),
+            ("[1]", "bad_request"),
+            (r#"{"op":"drop_all"}"#, "bad_request"),
+            (r#"{"op":"token_revoke"}"#, "bad_request"),
+            (r#"{"op":"call","operation":7}"#, "bad_request"),
+            (
+                r#"{"op":"call","token":1,"operation":"whoami"}"#,
+                "bad_request",
+            ),
+            (r#"{"op":"call","operation":"nope"}"#, "unknown_operation"),
+            (
+                r#"{"op":"token_create","spec":{"handle":"Bad Name","kind":"llm"}}"#,
+                "invalid_argument",
+            ),
+        ] {
+            assert_eq!(exchange(&mut s, line)["error"]["kind"], kind, "{line}");
+        }
+        let refused = exchange(
+            &mut s,
+            r#"{"op":"call","token":"pt_nope","operation":"whoami"}"#,
+        );
+        assert_eq!(refused["refused"]["reason"], "token_invalid");
+        // The connection outlives every bad request.
+        assert!(exchange(&mut s, r#"{"op":"token_list"}"#)["ok"]["identities"].is_array());
+        // Stopping closes the open connection and removes the socket.
+        channel.stop();
+        let mut rest = String::new();
+        assert_eq!(BufReader::new(s).read_line(&mut rest).unwrap_or(0), 0);
+        assert!(!socket_path(&f.db).exists());
+    }
+
+    #[test]
+    fn lines_are_bounded_and_checked() {
+        let mut input = io::Cursor::new(b"abc\n\xff\nabcdefgh\nxy".to_vec());
+        let mut seen = Vec::new();
+        while let Some(line) = read_line(&mut input, 4).unwrap() {
+            seen.push(match line {
+                Line::Text(t) => t,
+                Line::TooLong => "<too long>".into(),
+                Line::NotUtf8 => "<not utf-8>".into(),
+            });
+            if seen.last().map(String::as_str) == Some("<too long>") {
+                break;
+            }
+        }
+        assert_eq!(seen, ["abc", "<not utf-8>", "<too long>"]);
+        // A line of exactly the limit is whole.
+        let mut input = io::Cursor::new(b"abcd\n".to_vec());
+        assert!(matches!(read_line(&mut input, 4).unwrap(), Some(Line::Text(t)) if t == "abcd"));
+    }
+
+    #[test]
+    fn the_socket_is_only_removed_while_it_is_ours() {
+        let f = fixture();
+        let backend: Arc<dyn Backend> = Arc::new(Direct(Arc::clone(&f.forum)));
+        let channel = Channel::start_with(&f.db, backend, peer_uid, LIMITS).unwrap();
+        let path = socket_path(&f.db);
+        // Someone replaced the socket by a file of their own: shutdown leaves it.
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, b"theirs").unwrap();
+        drop(channel);
+        assert_eq!(fs::read(&path).unwrap(), b"theirs");
+    }
+
+    fn start(f: &Fixture, limits: Limits) -> Channel {
+        let backend: Arc<dyn Backend> = Arc::new(Direct(Arc::clone(&f.forum)));
+        Channel::start_with(&f.db, backend, peer_uid, limits).unwrap()
+    }
+
+    fn ended(stream: UnixStream) -> bool {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut rest = String::new();
+        BufReader::new(stream).read_line(&mut rest).unwrap_or(0) == 0
+    }
+
+    #[test]
+    fn connections_past_the_cap_are_told_busy() {
+        let f = fixture();
+        let limits = Limits {
+            max_connections: 2,
+            idle: Duration::from_secs(30),
+        };
+        let _channel = start(&f, limits);
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut s = UnixStream::connect(socket_path(&f.db)).unwrap();
+            assert!(exchange(&mut s, r#"{"op":"token_list"}"#)["ok"].is_object());
+            held.push(s);
+        }
+        // One more is told at once, before it says anything, and closed.
+        let third = UnixStream::connect(socket_path(&f.db)).unwrap();
+        assert_eq!(first_reply(&third)["error"]["kind"], "busy");
+        assert!(ended(third));
+        // A slot freed is a slot again (once the server has seen the close).
+        drop(held.pop());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut s = UnixStream::connect(socket_path(&f.db)).unwrap();
+            let _ = writeln!(s, r#"{{"op":"token_list"}}"#);
+            if first_reply(&s)["ok"].is_object() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the slot was not freed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn first_reply(stream: &UnixStream) -> Value {
+        let mut line = String::new();
+        BufReader::new(stream.try_clone().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn a_silent_connection_is_closed_after_the_idle_time() {
+        let f = fixture();
+        let limits = Limits {
+            max_connections: 4,
+            idle: Duration::from_millis(200),
+        };
+        let _channel = start(&f, limits);
+        let s = UnixStream::connect(socket_path(&f.db)).unwrap();
+        let began = std::time::Instant::now();
+        assert!(ended(s));
+        assert!(began.elapsed() >= Duration::from_millis(150));
+    }
+
+    #[test]
+    fn a_live_channel_is_not_replaced() {
+        let f = fixture();
+        let first = start(&f, LIMITS);
+        let backend: Arc<dyn Backend> = Arc::new(Direct(Arc::clone(&f.forum)));
+        let Err(StartError::Refuse(message)) =
+            Channel::start_with(&f.db, backend, peer_uid, LIMITS)
+        else {
+            panic!("a second channel started on a live socket");
+        };
+        assert!(message.contains("another server answers"), "{message}");
+        // The first one still serves.
+        let mut s = UnixStream::connect(socket_path(&f.db)).unwrap();
+        assert!(exchange(&mut s, r#"{"op":"token_list"}"#)["ok"].is_object());
+        drop(first);
+    }
+
+    #[test]
+    fn a_socket_of_another_user_is_left_alone() {
+        let f = fixture();
+        let path = socket_path(&f.db);
+        drop(UnixListener::bind(&path).unwrap());
+        // As seen by a server of another uid, this stale socket is not its own.
+        let Err(StartError::Refuse(message)) = clear_the_way(&path, own_uid().wrapping_add(1))
+        else {
+            panic!("another user's socket was cleared");
+        };
+        assert!(message.contains("socket of another user"), "{message}");
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_socket());
+        // Its own stale socket is cleared.
+        clear_the_way(&path, own_uid()).unwrap();
+        assert!(!path.exists());
+    }
+
+    /// A backend whose posts fail inside the server.
+    struct Panics(Arc<Forum>);
+
+    impl Backend for Panics {
+        fn forum(&self) -> &Forum {
+            &self.0
+        }
+
+        fn post(&self, _: Option<&str>, _: &Value) -> Result<Value, Error> {
+            panic!("a bug in the post path")
+        }
+    }
+
+    #[test]
+    fn a_request_that_fails_inside_the_server_is_answered_internal() {
+        let f = fixture();
+        let backend: Arc<dyn Backend> = Arc::new(Panics(Arc::clone(&f.forum)));
+        let _channel = Channel::start_with(&f.db, backend, peer_uid, LIMITS).unwrap();
+        let mut s = UnixStream::connect(socket_path(&f.db)).unwrap();
+        let reply = exchange(&mut s, r#"{"op":"call","operation":"post","args":{}}"#);
+        assert_eq!(reply["error"]["kind"], "internal");
+        // The connection, and the server, go on.
+        assert!(exchange(&mut s, r#"{"op":"token_list"}"#)["ok"].is_object());
+    }
+}

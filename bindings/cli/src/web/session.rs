@@ -1,0 +1,509 @@
+//! Signed-in sessions of the web view.
+//!
+//! A person signs in with a token once; the browser then holds only a random
+//! session id in the `parley_session` cookie (`HttpOnly; SameSite=Strict; Path=/`,
+//! plus `Secure` behind TLS). The store here, in memory, maps that id to the token,
+//! the session's CSRF token and its times. Every request re-authenticates the stored
+//! token through the engine's `whoami`, so a revoked token ends its sessions at
+//! once. A session also ends after `idle` without a request, and `max` after it was
+//! opened, whichever comes first; a server restart ends them all.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use parley_forum::{Error, Reason};
+use serde_json::Value;
+
+use super::{Flash, SESSION_COOKIE};
+use crate::http::{blocking, App};
+
+/// Sessions held at once. Expired sessions are purged at every sign-in; past the
+/// bound, the one idle longest is dropped: a flood of sign-ins cannot grow the store
+/// without bound.
+const MAX_SESSIONS: usize = 10_000;
+/// Failed sign-ins a peer may make within [`FAILURE_WINDOW`] before it is refused.
+const MAX_FAILURES: usize = 10;
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Peers whose failures are remembered at once; past it, sign-in is refused for
+/// peers not yet known until old failures age out (refusing errs on the safe side
+/// of brute force).
+const MAX_FAILING_PEERS: usize = 10_000;
+
+/// The random part of a session id or a CSRF token: 256 bits.
+const SECRET_BYTES: usize = 32;
+
+/// One signed-in browser.
+struct Session {
+    token: String,
+    csrf: String,
+    opened: Instant,
+    seen: Instant,
+    flash: Option<Flash>,
+}
+
+/// The session store and the failed sign-in counts.
+pub(crate) struct Sessions {
+    /// At most this many sessions ([`MAX_SESSIONS`]; smaller in tests).
+    cap: usize,
+    idle: Duration,
+    max: Duration,
+    /// `--web-secure-cookie`: the server is reached through TLS.
+    secure: bool,
+    live: Mutex<HashMap<String, Session>>,
+    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the map whole: a panic elsewhere cannot tear it.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Sessions {
+    pub(crate) fn new(idle: Duration, max: Duration, secure: bool) -> Sessions {
+        Sessions {
+            cap: MAX_SESSIONS,
+            idle,
+            max,
+            secure,
+            live: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The absolute lifetime of a session, also the cookie's `Max-Age`.
+    pub(crate) fn max_age(&self) -> Duration {
+        self.max
+    }
+
+    fn expired(&self, session: &Session, now: Instant) -> bool {
+        now.duration_since(session.seen) >= self.idle
+            || now.duration_since(session.opened) >= self.max
+    }
+
+    /// Opens a session for `token`; returns its id and CSRF token.
+    pub(crate) fn open(&self, token: String) -> Result<(String, String), Error> {
+        let (id, csrf) = (secret()?, secret()?);
+        let now = Instant::now();
+        let mut live = lock(&self.live);
+        // Sign-ins are rare next to page loads: each one sweeps the expired out.
+        live.retain(|_, s| !self.expired(s, now));
+        if live.len() >= self.cap {
+            let oldest = live
+                .iter()
+                .min_by_key(|(_, s)| s.seen)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                live.remove(&oldest);
+            }
+        }
+        live.insert(
+            id.clone(),
+            Session {
+                token,
+                csrf: csrf.clone(),
+                opened: now,
+                seen: now,
+                flash: None,
+            },
+        );
+        Ok((id, csrf))
+    }
+
+    /// The token and CSRF token of a live session, marking it seen; an expired one
+    /// is deleted and `None`.
+    fn enter(&self, id: &str) -> Option<(String, String)> {
+        let now = Instant::now();
+        let mut live = lock(&self.live);
+        let session = live.get_mut(id)?;
+        if self.expired(session, now) {
+            live.remove(id);
+            return None;
+        }
+        session.seen = now;
+        Some((session.token.clone(), session.csrf.clone()))
+    }
+
+    fn take_flash(&self, id: &str) -> Option<Flash> {
+        lock(&self.live).get_mut(id)?.flash.take()
+    }
+
+    /// Keeps `flash` for the session's next page.
+    pub(crate) fn set_flash(&self, id: &str, flash: Flash) {
+        if let Some(session) = lock(&self.live).get_mut(id) {
+            session.flash = Some(flash);
+        }
+    }
+
+    /// Ends a session.
+    pub(crate) fn close(&self, id: &str) {
+        lock(&self.live).remove(id);
+    }
+
+    /// Sessions held now (expired ones included until they are purged).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        lock(&self.live).len()
+    }
+
+    /// How long `peer` must wait before it may try to sign in again, when it has
+    /// failed too often lately.
+    pub(crate) fn sign_in_barred(&self, peer: Option<IpAddr>) -> Option<Duration> {
+        let peer = peer?;
+        let now = Instant::now();
+        let mut failures = lock(&self.failures);
+        if failures.len() >= MAX_FAILING_PEERS && !failures.contains_key(&peer) {
+            failures.retain(|_, times| {
+                times.retain(|t| now.duration_since(*t) < FAILURE_WINDOW);
+                !times.is_empty()
+            });
+            if failures.len() >= MAX_FAILING_PEERS {
+                return Some(FAILURE_WINDOW);
+            }
+        }
+        let times = failures.get_mut(&peer)?;
+        times.retain(|t| now.duration_since(*t) < FAILURE_WINDOW);
+        if times.len() < MAX_FAILURES {
+            return None;
+        }
+        let first = *times.front()?;
+        Some(FAILURE_WINDOW.saturating_sub(now.duration_since(first)))
+    }
+
+    /// Counts a failed sign-in of `peer`.
+    pub(crate) fn sign_in_failed(&self, peer: Option<IpAddr>) {
+        let Some(peer) = peer else { return };
+        let mut failures = lock(&self.failures);
+        if failures.len() >= MAX_FAILING_PEERS && !failures.contains_key(&peer) {
+            return;
+        }
+        let times = failures.entry(peer).or_default();
+        times.push_back(Instant::now());
+        while times.len() > MAX_FAILURES {
+            times.pop_front();
+        }
+    }
+
+    /// Whether the browser reaches this server through TLS: the flag says so, or a
+    /// proxy on this machine forwards an https request. `X-Forwarded-Proto` from any
+    /// other peer is not believed (anyone can send it).
+    pub(crate) fn is_secure(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> bool {
+        self.secure
+            || (peer.is_some_and(|p| p.ip().is_loopback())
+                && headers
+                    .get("x-forwarded-proto")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("https")))
+    }
+
+    /// The `Set-Cookie` value of a cookie of this view (`Max-Age=0` deletes it).
+    pub(crate) fn cookie(
+        &self,
+        name: &str,
+        value: &str,
+        max_age: Duration,
+        secure: bool,
+    ) -> HeaderValue {
+        let secure = if secure { "; Secure" } else { "" };
+        let text = format!(
+            "{name}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
+            max_age.as_secs()
+        );
+        // Names and values are ours: ASCII letters, digits and `_`.
+        HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+}
+
+/// 256 random bits from the OS, as 64 lowercase hex digits.
+pub(crate) fn secret() -> Result<String, Error> {
+    let mut bytes = [0u8; SECRET_BYTES];
+    getrandom::fill(&mut bytes).map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether `text` has the shape of [`secret`]'s output; anything else in a cookie is
+/// ignored before it reaches a lookup.
+pub(crate) fn is_secret(text: &str) -> bool {
+    text.len() == 2 * SECRET_BYTES && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The value of cookie `name` in the request, if it has the shape of a secret.
+pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, v)| *k == name && is_secret(v.trim()))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// The peer's address, as the connection layer recorded it.
+pub(crate) fn peer(parts: &Parts) -> Option<SocketAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| *addr)
+}
+
+/// The person (or agent) signed in on this request.
+#[derive(Debug, Clone)]
+pub(crate) struct Viewer {
+    pub(crate) identity: String,
+    /// `human` or `llm`.
+    pub(crate) kind: String,
+    pub(crate) rights: Vec<String>,
+    pub(crate) label: Option<String>,
+    /// True exactly for a human token: only a person acts through the web view;
+    /// an agent's view is read only.
+    pub(crate) can_act: bool,
+    /// The session's CSRF token, for the hidden `csrf` field of every form.
+    pub(crate) csrf: String,
+    /// The refused form of the previous request, shown once.
+    pub(crate) flash: Option<Flash>,
+    token: String,
+    session: String,
+}
+
+impl Viewer {
+    /// The session's token, for the engine calls the page makes on its behalf.
+    /// It never goes into a page, a URL or a log line.
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The session id (to store a flash or end the session).
+    pub(crate) fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// A viewer of the given kind, for rendering tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(kind: &str) -> Viewer {
+        Viewer {
+            identity: if kind == "human" {
+                "human:ann".into()
+            } else {
+                "ainotes:bob".into()
+            },
+            kind: kind.into(),
+            rights: vec!["read".into(), "write".into()],
+            label: None,
+            can_act: kind == "human",
+            csrf: "csrf-for-test".into(),
+            flash: None,
+            token: "pt_test".into(),
+            session: "session-for-test".into(),
+        }
+    }
+
+    /// The viewer of this request, or the answer that sends the browser to sign in
+    /// (with a dead session's cookie deleted).
+    pub(crate) async fn resolve(parts: &Parts, app: &App) -> Result<Viewer, Response> {
+        let secure = app.web.is_secure(&parts.headers, peer(parts));
+        let Some(id) = cookie(&parts.headers, SESSION_COOKIE) else {
+            return Err(to_sign_in(app, false, secure));
+        };
+        let Some((token, csrf)) = app.web.enter(&id) else {
+            return Err(to_sign_in(app, true, secure));
+        };
+        let forum = app.forum.clone();
+        let checked = token.clone();
+        let me = blocking(move || forum.call(Some(&checked), "whoami", &Value::Null)).await?;
+        let me = match me {
+            Ok(me) => me,
+            Err(Error::Refused(refusal))
+                if matches!(refusal.reason, Reason::TokenInvalid | Reason::TokenMissing) =>
+            {
+                // Revoked since the last request: the session ends with it.
+                app.web.close(&id);
+                return Err(to_sign_in(app, true, secure));
+            }
+            Err(err) => {
+                eprintln!("parley: web session check failed: {err}");
+                return Err(super::refusal_page(
+                    None,
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "the session could not be checked",
+                ));
+            }
+        };
+        let text = |key: &str| me[key].as_str().unwrap_or_default().to_string();
+        let kind = text("kind");
+        Ok(Viewer {
+            identity: text("identity"),
+            can_act: kind == "human",
+            kind,
+            rights: me["rights"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str().map(str::to_string))
+                .collect(),
+            label: me["label"].as_str().map(str::to_string),
+            csrf,
+            flash: app.web.take_flash(&id),
+            token,
+            session: id,
+        })
+    }
+}
+
+impl FromRequestParts<App> for Viewer {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Viewer, Response> {
+        Viewer::resolve(parts, app).await
+    }
+}
+
+/// 303 to `/sign-in`; `forget` also deletes the session cookie.
+fn to_sign_in(app: &App, forget: bool, secure: bool) -> Response {
+    let mut resp = super::see_other("/sign-in");
+    if forget {
+        resp.headers_mut().insert(
+            header::SET_COOKIE,
+            app.web.cookie(SESSION_COOKIE, "", Duration::ZERO, secure),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_256_bit_hex_and_differ() {
+        let (a, b) = (secret().unwrap(), secret().unwrap());
+        assert!(is_secret(&a) && is_secret(&b));
+        assert_ne!(a, b);
+        assert!(!is_secret("abc"));
+        assert!(!is_secret(&a.to_uppercase()));
+    }
+
+    #[test]
+    fn cookies_are_found_by_name_and_shape() {
+        let id = secret().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("other=1; parley_session=short"),
+        );
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("x=y; parley_session={id}")).unwrap(),
+        );
+        assert_eq!(cookie(&headers, "parley_session"), Some(id));
+        assert_eq!(cookie(&headers, "parley_csrf"), None);
+    }
+
+    #[test]
+    fn sessions_expire_when_idle_and_at_their_maximum() {
+        let idle = Sessions::new(Duration::from_millis(30), Duration::from_secs(60), false);
+        let (id, _) = idle.open("pt_x".into()).unwrap();
+        assert!(idle.enter(&id).is_some());
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(idle.enter(&id).is_none());
+        assert_eq!(idle.len(), 0, "an expired session is deleted");
+
+        let max = Sessions::new(Duration::from_secs(60), Duration::from_millis(60), false);
+        let (id, _) = max.open("pt_x".into()).unwrap();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(15));
+            assert!(max.enter(&id).is_some());
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(
+            max.enter(&id).is_none(),
+            "being busy does not extend the maximum"
+        );
+    }
+
+    #[test]
+    fn the_store_is_bounded_and_drops_the_longest_idle() {
+        let s = Sessions {
+            cap: 50,
+            ..Sessions::new(Duration::from_secs(60), Duration::from_secs(60), false)
+        };
+        let (first, _) = s.open("pt_first".into()).unwrap();
+        let (second, _) = s.open("pt_second".into()).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(
+            s.enter(&first).is_some(),
+            "first is now the more recently seen"
+        );
+        for n in 2..50 {
+            s.open(format!("pt_{n}")).unwrap();
+        }
+        assert_eq!(s.len(), 50);
+        s.open("pt_one_more".into()).unwrap();
+        assert_eq!(s.len(), 50);
+        assert!(s.enter(&second).is_none(), "the longest idle went");
+        assert!(s.enter(&first).is_some());
+    }
+
+    #[test]
+    fn expired_sessions_are_purged_at_sign_in() {
+        let s = Sessions::new(Duration::from_millis(20), Duration::from_secs(60), false);
+        s.open("pt_a".into()).unwrap();
+        s.open("pt_b".into()).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        s.open("pt_c".into()).unwrap();
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn a_flash_is_taken_once() {
+        let s = Sessions::new(Duration::from_secs(60), Duration::from_secs(60), false);
+        let (id, _) = s.open("pt_x".into()).unwrap();
+        s.set_flash(
+            &id,
+            Flash {
+                action: "note".into(),
+                thread: Some("th_1".into()),
+                reason: "invalid_body".into(),
+                message: "empty".into(),
+                body: String::new(),
+                state: None,
+                parent: None,
+            },
+        );
+        assert_eq!(s.take_flash(&id).unwrap().action, "note");
+        assert!(s.take_flash(&id).is_none());
+    }
+
+    #[test]
+    fn failed_sign_ins_are_limited_per_peer() {
+        let s = Sessions::new(Duration::from_secs(60), Duration::from_secs(60), false);
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        for _ in 0..MAX_FAILURES {
+            assert!(s.sign_in_barred(Some(a)).is_none());
+            s.sign_in_failed(Some(a));
+        }
+        let wait = s.sign_in_barred(Some(a)).expect("barred");
+        assert!(wait <= FAILURE_WINDOW && wait > Duration::ZERO);
+        assert!(s.sign_in_barred(Some(b)).is_none(), "other peers are not");
+    }
+
+    #[test]
+    fn forwarded_https_is_believed_from_loopback_only() {
+        let s = Sessions::new(Duration::from_secs(1), Duration::from_secs(1), false);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-proto", HeaderValue::from_static("https"));
+        let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let far: SocketAddr = "192.0.2.1:5000".parse().unwrap();
+        assert!(s.is_secure(&headers, Some(local)));
+        assert!(!s.is_secure(&headers, Some(far)));
+        assert!(!s.is_secure(&HeaderMap::new(), Some(local)));
+        let flagged = Sessions::new(Duration::from_secs(1), Duration::from_secs(1), true);
+        assert!(flagged.is_secure(&HeaderMap::new(), Some(far)));
+    }
+}

@@ -1,0 +1,189 @@
+//! Signing in with a token and signing out.
+//!
+//! Sign-in checks the token the only way the forum knows, the engine's `whoami`, so
+//! it tells nothing a REST call would not; failed attempts are counted per peer and
+//! refused (`rate_limited`) past a few a minute. The token is never echoed: a
+//! refused sign-in shows an empty field.
+
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use maud::{html, Markup};
+use parley_forum::{Error, Reason};
+use serde_json::Value;
+
+use super::session::{self, cookie, peer, Viewer};
+use super::{csrf, html_response, layout, read_form, refusal, same_origin, see_other};
+use super::{CSRF_COOKIE, SESSION_COOKIE};
+use crate::http::{blocking, App};
+
+/// `GET /sign-in`: the form, with a fresh pre-session CSRF token (or the one the
+/// browser already holds, so that two open sign-in pages both work).
+pub(crate) async fn page(State(app): State<App>, parts: Parts) -> Response {
+    let token = match cookie(&parts.headers, CSRF_COOKIE) {
+        Some(token) => token,
+        None => match session::secret() {
+            Ok(token) => token,
+            Err(err) => return failed(&err),
+        },
+    };
+    form_page(&app, &parts, StatusCode::OK, &token, None)
+}
+
+/// `POST /sign-in`: opens a session for a valid token and goes to the inbox.
+pub(crate) async fn submit(State(app): State<App>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = same_origin(&app, &parts) {
+        return refused;
+    }
+    let form = match read_form(None, &parts.headers, body).await {
+        Ok(form) => form,
+        Err(refused) => return refused,
+    };
+    let Some(expected) = cookie(&parts.headers, CSRF_COOKIE) else {
+        return super::csrf_refused(None);
+    };
+    if !csrf::matches(&expected, form.get("csrf")) {
+        return super::csrf_refused(None);
+    }
+    let ip = peer(&parts).map(|p| p.ip());
+    if let Some(wait) = app.web.sign_in_barred(ip) {
+        let secs = wait.as_secs().max(1);
+        let why = (
+            "rate_limited",
+            format!("too many failed sign-ins from this address; try again in {secs} s"),
+        );
+        let mut resp = form_page(
+            &app,
+            &parts,
+            StatusCode::TOO_MANY_REQUESTS,
+            &expected,
+            Some(why),
+        );
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return resp;
+    }
+    let token = form.get("token").unwrap_or_default().trim().to_string();
+    let forum = app.forum.clone();
+    let checked = token.clone();
+    let me = match blocking(move || forum.call(Some(&checked), "whoami", &Value::Null)).await {
+        Ok(me) => me,
+        Err(resp) => return resp,
+    };
+    match me {
+        Ok(_) => {}
+        Err(Error::Refused(refusal)) => {
+            if refusal.reason == Reason::TokenInvalid {
+                app.web.sign_in_failed(ip);
+            }
+            let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+            let why = (refusal.reason.as_str(), refusal.message.clone());
+            return form_page(&app, &parts, status, &expected, Some(why));
+        }
+        Err(err) => return failed(&err),
+    }
+    // A new id at every sign-in: an id planted before it (session fixation) is
+    // worth nothing, and a session the browser still held ends.
+    if let Some(old) = cookie(&parts.headers, SESSION_COOKIE) {
+        app.web.close(&old);
+    }
+    let (id, _csrf) = match app.web.open(token) {
+        Ok(opened) => opened,
+        Err(err) => return failed(&err),
+    };
+    let secure = app.web.is_secure(&parts.headers, peer(&parts));
+    let mut resp = see_other("/inbox");
+    // The pre-session CSRF cookie stays: another sign-in page still open in the
+    // browser keeps working.
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        app.web
+            .cookie(SESSION_COOKIE, &id, app.web.max_age(), secure),
+    );
+    resp
+}
+
+/// `POST /sign-out`: ends the session and goes to the sign-in page.
+pub(crate) async fn sign_out(State(app): State<App>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = same_origin(&app, &parts) {
+        return refused;
+    }
+    let viewer = match Viewer::resolve(&parts, &app).await {
+        Ok(viewer) => viewer,
+        // Already gone: signed out all the same.
+        Err(to_sign_in) => return to_sign_in,
+    };
+    let form = match read_form(Some(&viewer), &parts.headers, body).await {
+        Ok(form) => form,
+        Err(refused) => return refused,
+    };
+    if let Some(refused) = super::check_csrf(&viewer, &form) {
+        return refused;
+    }
+    app.web.close(viewer.session());
+    let secure = app.web.is_secure(&parts.headers, peer(&parts));
+    let mut resp = see_other("/sign-in");
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        app.web.cookie(SESSION_COOKIE, "", Duration::ZERO, secure),
+    );
+    resp
+}
+
+/// The sign-in page with `status`, the CSRF cookie set, and the refusal when there
+/// is one. The token field is always empty.
+fn form_page(
+    app: &App,
+    parts: &Parts,
+    status: StatusCode,
+    csrf: &str,
+    refused: Option<(&str, String)>,
+) -> Response {
+    let mut resp = html_response(
+        status,
+        layout::page(None, "Sign in", sign_in_form(csrf, refused)),
+    );
+    let secure = app.web.is_secure(&parts.headers, peer(parts));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        app.web.cookie(CSRF_COOKIE, csrf, app.web.max_age(), secure),
+    );
+    resp
+}
+
+fn sign_in_form(csrf: &str, refused: Option<(&str, String)>) -> Markup {
+    html! {
+        h1 { "Sign in" }
+        form id="sign-in" method="post" action="/sign-in" {
+            @if let Some((reason, message)) = &refused {
+                (refusal(reason, message))
+            }
+            p {
+                label for="token" { "Token" }
+                input id="token" name="token" type="password" autocomplete="off" required spellcheck="false";
+            }
+            p.hint {
+                "A person signs in with a human token, which may act; an agent token gives a read-only view. "
+                "Tokens are issued with " code { "parley token create" } "."
+            }
+            input type="hidden" name="csrf" value=(csrf);
+            button type="submit" { "Sign in" }
+        }
+    }
+}
+
+/// The answer to a failure that is not a refusal (the random source, the store).
+fn failed(err: &Error) -> Response {
+    eprintln!("parley: web sign-in failed: {err}");
+    super::refusal_page(
+        None,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "signing in failed on the server",
+    )
+}
