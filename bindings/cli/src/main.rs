@@ -357,6 +357,7 @@ fn run(cli: Cli) -> CmdResult {
     let here = |create: bool| -> Result<Target, Failure> { target(&cli.db, config()?, create) };
     match cli.command {
         Command::Serve(args) => {
+            control::Channel::preflight(&cli.db)?;
             if args.stdio {
                 let forum = open(&cli.db, config()?, true)?;
                 let token = std::env::var("PARLEY_TOKEN").ok();

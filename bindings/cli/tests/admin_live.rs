@@ -199,6 +199,7 @@ fn the_socket_is_private_and_goes_with_the_server() {
 fn a_file_at_the_socket_path_stops_the_server_and_is_left_untouched() {
     let forum = TempForum::new();
     let path = socket(&forum.db);
+    assert!(!forum.db.exists());
     let content = b"not a socket, and not parley's\n";
     std::fs::write(&path, content).unwrap();
     let before = std::fs::metadata(&path).unwrap();
@@ -210,6 +211,12 @@ fn a_file_at_the_socket_path_stops_the_server_and_is_left_untouched() {
         stderr(&out)
     );
     assert!(stderr(&out).contains("left untouched"), "{}", stderr(&out));
+    // Refused before the forum file is made: no new file is left behind.
+    assert!(
+        !forum.db.exists(),
+        "a refused serve made {}",
+        forum.db.display()
+    );
     assert_eq!(std::fs::read(&path).unwrap(), content);
     let after = std::fs::metadata(&path).unwrap();
     assert_eq!(

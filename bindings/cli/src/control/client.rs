@@ -60,13 +60,12 @@ impl Client {
             // Refused (a stale socket), or gone since it was seen.
             Err(_) => return Ok(None),
         };
-        match rustix::net::sockopt::socket_peercred(&stream) {
-            Ok(cred) if cred.uid.as_raw() == own => {}
-            Ok(cred) => {
+        match super::peer_uid(&stream) {
+            Ok(uid) if uid == own => {}
+            Ok(uid) => {
                 return Err(format!(
-                    "the admin channel at {} is served by another user (uid {}); it is not used",
+                    "the admin channel at {} is served by another user (uid {uid}); it is not used",
                     path.display(),
-                    cred.uid.as_raw()
                 ))
             }
             Err(e) => {

@@ -146,6 +146,22 @@ fn refusal_from_json(value: &Value) -> Option<Refusal> {
     Some(refusal)
 }
 
+/// The uid of the process at the other end of `stream`.
+///
+/// Linux tells it (`SO_PEERCRED`). Elsewhere there is no such call in rustix, so the
+/// peer is taken to be the socket's own user: the socket's 0600 mode, set before it
+/// is linked into place, already keeps every other user from connecting.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    let _ = stream;
+    Ok(rustix::process::geteuid().as_raw())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,7 +87,7 @@ impl Backend for Direct {
 type PeerUid = fn(&UnixStream) -> io::Result<u32>;
 
 fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
-    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
+    super::peer_uid(stream)
 }
 
 fn own_uid() -> u32 {
@@ -150,6 +150,20 @@ impl Channel {
                 eprintln!("parley: warning: no admin channel: {message}");
                 Ok(None)
             }
+        }
+    }
+
+    /// Checks what is at the channel's path before the forum file is opened (or
+    /// made), so that a server that would be refused there leaves no new forum file
+    /// behind. A stale socket of ours is removed here; `start` checks again.
+    pub(crate) fn preflight(db: &Path) -> Result<(), Failure> {
+        // A live server answers: opening the file reports that it is held, and by whom.
+        if let Ok(Some(_)) = super::Client::connect(db) {
+            return Ok(());
+        }
+        match clear_the_way(&socket_path(db), own_uid()) {
+            Err(StartError::Refuse(message)) => Err(Failure::Other(message)),
+            Ok(()) | Err(StartError::Unavailable(_)) => Ok(()),
         }
     }
 
