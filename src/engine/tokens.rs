@@ -389,6 +389,20 @@ impl CallerCache {
 }
 
 impl Forum {
+    /// The identity a token speaks for, or `None` for a token that is unknown,
+    /// revoked or unreadable. For request logs and diagnostics, which must name the
+    /// caller and never the token; every decision goes through the operations.
+    pub fn identity_of(&self, token: &str) -> Option<String> {
+        let digest = presented(Some(token))?;
+        if let Some(caller) = self.callers.get(&digest) {
+            return Some(caller.identity.clone());
+        }
+        let tx = self.store.read().ok()?;
+        self.authenticate_digest(&*tx, Some(&digest))
+            .ok()
+            .map(|caller| caller.identity.clone())
+    }
+
     /// Resolves a token to its caller: `token_missing` or `token_invalid` otherwise.
     pub(crate) fn authenticate(&self, tx: &dyn ReadTx, token: Option<&str>) -> Result<Arc<Caller>> {
         self.authenticate_digest(tx, presented(token).as_ref())
@@ -457,6 +471,21 @@ mod tests {
         let tx = forum.store.read().unwrap();
         assert!(lookup(&*tx, &t1).unwrap().is_none());
         assert!(lookup(&*tx, &t2).unwrap().is_some());
+    }
+
+    #[test]
+    fn identity_of_names_the_holder_of_a_live_token_only() {
+        let forum = Forum::in_memory(Config::default()).unwrap();
+        let token = forum
+            .create_token(&TokenSpec::llm("alice", &[Right::Read]))
+            .unwrap();
+        assert_eq!(forum.identity_of(&token).as_deref(), Some("ainotes:alice"));
+        // Twice: the second answer comes from the cache.
+        assert_eq!(forum.identity_of(&token).as_deref(), Some("ainotes:alice"));
+        assert!(forum.revoke_token(&token).unwrap());
+        assert_eq!(forum.identity_of(&token), None);
+        assert_eq!(forum.identity_of("pt_not-a-token"), None);
+        assert_eq!(forum.identity_of(""), None);
     }
 
     #[test]

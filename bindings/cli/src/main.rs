@@ -10,6 +10,7 @@ mod control;
 mod demo;
 mod http;
 mod human;
+mod log;
 mod progress;
 mod reads;
 mod search;
@@ -250,6 +251,10 @@ struct ServeArgs {
     /// proxy on this machine may instead say so per request with X-Forwarded-Proto: https).
     #[arg(long)]
     web_secure_cookie: bool,
+    /// The request log's format on stderr: `text` or `json` (one object per line).
+    /// Its level comes from RUST_LOG [default: info; `RUST_LOG=warn` keeps only 5xx].
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
 }
 
 /// A thread and an optional body: what `confirm`, `close` and `reopen` take.
@@ -357,6 +362,7 @@ fn run(cli: Cli) -> CmdResult {
     let here = |create: bool| -> Result<Target, Failure> { target(&cli.db, config()?, create) };
     match cli.command {
         Command::Serve(args) => {
+            log::start(&args.log_format)?;
             control::Channel::preflight(&cli.db)?;
             if args.stdio {
                 let forum = open(&cli.db, config()?, true)?;

@@ -46,6 +46,10 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
             "no token: PARLEY_TOKEN is unset"
         }
     );
+    // The caller is one identity for the whole stream: looked up once, for the log.
+    let identity = token
+        .and_then(|t| forum.identity_of(t))
+        .unwrap_or_else(|| "-".into());
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
@@ -57,9 +61,12 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
                 if text.is_empty() {
                     continue;
                 }
+                let started = std::time::Instant::now();
                 // A panic in the handler answers this message; the next ones are still served.
                 let handled = std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp(token, text)));
-                handled.unwrap_or_else(|_| Some(internal_error(text)))
+                let reply = handled.unwrap_or_else(|_| Some(internal_error(text)));
+                log_message(text, reply.as_deref(), &identity, started);
+                reply
             }
             Line::TooLong => Some(too_large_response(max)),
             Line::NotUtf8(at) => Some(not_utf8_response(at)),
@@ -71,6 +78,27 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The request log's line for one message (as `http::log` writes one per request).
+fn log_message(request: &str, reply: Option<&str>, identity: &str, started: std::time::Instant) {
+    if !tracing::enabled!(target: "parley::request", tracing::Level::INFO) {
+        return;
+    }
+    let tool = crate::http::tool_of(request);
+    let reason = reply
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .and_then(|v| crate::http::reason_in(&v));
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(
+        target: "parley::request",
+        transport = "stdio",
+        tool = tool.as_deref().unwrap_or("-"),
+        identity,
+        reason = reason.as_deref().unwrap_or("-"),
+        ms,
+        "request"
+    );
 }
 
 /// The JSON-RPC internal error (-32603) for a message whose handling failed, echoing

@@ -61,6 +61,7 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
             }
         }
     }
+    let tool = super::log::tool_of(&text);
     let forum = app.forum.clone();
     let reply = match waiting_call(&app.waits, &text) {
         None => blocking(move || forum.mcp(token.as_deref(), &text)).await,
@@ -79,14 +80,18 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     };
     match reply {
         Some(reply) => {
-            let status = serde_json::from_str::<Value>(&reply)
-                .map(|v| mcp_headers::status(route, &v))
+            let parsed = serde_json::from_str::<Value>(&reply).ok();
+            let status = parsed
+                .as_ref()
+                .map(|v| mcp_headers::status(route, v))
                 .unwrap_or(StatusCode::OK);
+            let reason = parsed.as_ref().and_then(super::log::reason_in);
             let mut resp = (status, reply).into_response();
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
+            super::log::note(&mut resp, super::log::Outcome { tool, reason });
             resp
         }
         None => StatusCode::ACCEPTED.into_response(),

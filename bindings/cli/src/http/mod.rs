@@ -22,6 +22,8 @@
 
 mod connections;
 mod host;
+mod log;
+pub(crate) use log::{reason_in, tool_of};
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
@@ -218,6 +220,11 @@ pub(crate) fn router(app: App) -> Router {
         .merge(crate::web::routes())
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
+        // Outermost, so that a request refused by `admit` is logged too.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            log::log_request,
+        ))
         .with_state(app)
 }
 
@@ -392,7 +399,27 @@ pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if let Some(reason) = log::reason_in(value) {
+        log::note(
+            &mut resp,
+            log::Outcome {
+                tool: None,
+                reason: Some(reason),
+            },
+        );
+    }
     resp
+}
+
+/// Tells the request log the reason of a response that is not JSON (a web page).
+pub(crate) fn note_reason(resp: &mut Response, reason: &str) {
+    log::note(
+        resp,
+        log::Outcome {
+            tool: None,
+            reason: Some(reason.to_string()),
+        },
+    );
 }
 
 /// `{"error": {reason, status, message}}` for failures outside the refusals of SPEC §12

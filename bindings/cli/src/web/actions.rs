@@ -354,7 +354,9 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
             parent: parent.clone(),
         };
         app.web.set_flash(viewer.session(), flash);
-        see_other(&back)
+        let mut resp = see_other(&back);
+        crate::http::note_reason(&mut resp, refusal.reason.as_str());
+        resp
     };
     let act = match Act::parse(&action, state.as_deref()) {
         Ok(act) if thread.is_none() && act != Act::Ask => {

@@ -201,7 +201,7 @@ pub(crate) fn refusal_page(
     message: &str,
 ) -> Response {
     let title = status.canonical_reason().unwrap_or("Refused");
-    html_response(
+    let mut resp = html_response(
         status,
         layout::page(
             viewer,
@@ -211,7 +211,9 @@ pub(crate) fn refusal_page(
                 (refusal(reason, message))
             },
         ),
-    )
+    );
+    crate::http::note_reason(&mut resp, reason);
+    resp
 }
 
 /// A refusal as every page shows it.

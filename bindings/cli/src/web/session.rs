@@ -129,6 +129,14 @@ impl Sessions {
         Some((session.token.clone(), session.csrf.clone()))
     }
 
+    /// The token of a live session, without marking it seen: the request log names
+    /// who made a request, and looking must not keep a session alive.
+    pub(crate) fn token_of(&self, id: &str) -> Option<String> {
+        let live = lock(&self.live);
+        let session = live.get(id)?;
+        (!self.expired(session, Instant::now())).then(|| session.token.clone())
+    }
+
     fn take_flash(&self, id: &str) -> Option<Flash> {
         lock(&self.live).get_mut(id)?.flash.take()
     }

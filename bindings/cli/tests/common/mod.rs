@@ -75,9 +75,15 @@ impl Server {
             cmd.arg("--settings").arg(settings);
         }
         cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
-        for var in ["PARLEY_DB", "PARLEY_TOKEN", "PARLEY_SETTINGS"] {
+        for var in ["PARLEY_DB", "PARLEY_TOKEN", "PARLEY_SETTINGS", "RUST_LOG"] {
             cmd.env_remove(var);
         }
+        Server::spawn(cmd)
+    }
+
+    /// Starts `cmd`, a `parley … serve --http ADDR` command, and waits for the
+    /// address it reports.
+    pub fn spawn(mut cmd: Command) -> Server {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())

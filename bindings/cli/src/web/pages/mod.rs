@@ -208,7 +208,9 @@ pub(super) fn refused(viewer: &Viewer, title: &str, refused: Refused) -> Respons
         h1 { (title) }
         (render::refusal(&refused.reason, &refused.message))
     };
-    html_response(refused.status, layout::page(Some(viewer), title, content))
+    let mut resp = html_response(refused.status, layout::page(Some(viewer), title, content));
+    crate::http::note_reason(&mut resp, &refused.reason);
+    resp
 }
 
 fn html_response(status: StatusCode, markup: Markup) -> Response {
