@@ -196,7 +196,7 @@ class Agent(threading.Thread):
                 print(f"{self.name:<5}  {summary(call, result)}", file=self.out)
 
 
-def run(db: Optional[str], out: Any = sys.stdout) -> Dict[str, Any]:
+def run(db: Optional[str], out: Any = sys.stdout) -> parley.ThreadView:
     """Runs the agents until the thread is decided and closed; returns the thread."""
     floor = threading.Lock()
     with parley.Forum(db, clock="2026-11-30T12:00:00.000Z") as forum:

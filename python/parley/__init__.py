@@ -17,11 +17,17 @@ Reads can wait for what is new (``session.inbox(wait=30)``), and
 ``session.search("dev server port")`` finds messages by their words. Posts take an
 ``idempotency_key`` (see :func:`new_idempotency_key`), and
 ``forum.session(token, retries=3)`` retries storage failures without posting twice.
+``parley.connect("http://127.0.0.1:7878", token)`` is the same session with a forum
+that ``parley serve --http`` serves.
+Results are plain dicts described by the ``TypedDict`` classes of :mod:`parley.types`
+(re-exported here), so a type checker catches ``result["mesage"]`` or
+``session.post("akk", …)``.
 """
 
 from ._errors import (
     BadRequest,
     Conflict,
+    ConnectionError,
     Forbidden,
     NotAForumError,
     NotFound,
@@ -36,8 +42,58 @@ from ._errors import (
 from ._feed import Feed
 from ._forum import Forum
 from ._parley import OPERATIONS, REASONS, VERSION, check_integrity
+from ._remote import RemoteForum, connect
 from ._retry import new_idempotency_key
 from ._session import Session
+from . import types
+from .types import (
+    Kind,
+    State,
+    Origin,
+    ClaimStatus,
+    EvidenceKind,
+    Reason,
+    Right,
+    AuthorKind,
+    Operation,
+    FeedKind,
+    Author,
+    Provenance,
+    EvidenceItem,
+    Message,
+    MessageNode,
+    Awaiting,
+    ThreadSummary,
+    ThreadView,
+    ThreadsPage,
+    InboxItem,
+    InboxPage,
+    TransitionEvent,
+    ConfirmationEvent,
+    ClaimEvent,
+    Event,
+    EventsPage,
+    Attestation,
+    Verification,
+    Refutation,
+    ClaimView,
+    PostResult,
+    Whoami,
+    IdentityInfo,
+    ServerInfo,
+    ActFields,
+    ActInfo,
+    StatesInfo,
+    Limits,
+    DialecticProfile,
+    ListenProfile,
+    Profiles,
+    ReasonInfo,
+    Manifest,
+    MessagesPage,
+    SearchHit,
+    SearchPage,
+)
 
 __version__ = VERSION
 
@@ -45,6 +101,8 @@ __all__ = [
     "Forum",
     "Session",
     "Feed",
+    "connect",
+    "RemoteForum",
     "OPERATIONS",
     "REASONS",
     "VERSION",
@@ -60,6 +118,55 @@ __all__ = [
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
+    "ConnectionError",
     "NotAForumError",
     "SchemaTooNewError",
+    # The shapes of results and the closed sets, from parley.types (not listed itself:
+    # `from parley import *` must not shadow the standard library's `types`).
+    "Kind",
+    "State",
+    "Origin",
+    "ClaimStatus",
+    "EvidenceKind",
+    "Reason",
+    "Right",
+    "AuthorKind",
+    "Operation",
+    "FeedKind",
+    "Author",
+    "Provenance",
+    "EvidenceItem",
+    "Message",
+    "MessageNode",
+    "Awaiting",
+    "ThreadSummary",
+    "ThreadView",
+    "ThreadsPage",
+    "InboxItem",
+    "InboxPage",
+    "TransitionEvent",
+    "ConfirmationEvent",
+    "ClaimEvent",
+    "Event",
+    "EventsPage",
+    "Attestation",
+    "Verification",
+    "Refutation",
+    "ClaimView",
+    "PostResult",
+    "Whoami",
+    "IdentityInfo",
+    "ServerInfo",
+    "ActFields",
+    "ActInfo",
+    "StatesInfo",
+    "Limits",
+    "DialecticProfile",
+    "ListenProfile",
+    "Profiles",
+    "ReasonInfo",
+    "Manifest",
+    "MessagesPage",
+    "SearchHit",
+    "SearchPage",
 ]

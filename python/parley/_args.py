@@ -98,7 +98,7 @@ def envelope(
     to: Optional[str] = None,
     state: Optional[str] = None,
     claim: Optional[Id] = None,
-    evidence: Optional[Sequence[Mapping[str, str]]] = None,
+    evidence: Optional[Sequence[Mapping[str, object]]] = None,
     supersedes: Optional[Sequence[Id]] = None,
     valid_until: Optional[Union[str, datetime.datetime]] = None,
     idempotency_key: Optional[str] = None,

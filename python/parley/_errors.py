@@ -3,12 +3,13 @@
 A refusal (SPEC §12) is an ordinary outcome of the protocol: the request was understood
 and declined, and nothing was written. It raises :class:`Refusal`, or the subclass for its
 status class, carrying the stable ``reason`` and ``status``. Failures of the library
-itself (storage, a newer file format, a file that is not a forum) raise other
-:class:`ParleyError` subclasses.
+itself (storage, a newer file format, a file that is not a forum, a server out of
+reach) raise other :class:`ParleyError` subclasses.
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Dict, Mapping, Optional, Type
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
+    "ConnectionError",
     "NotAForumError",
     "SchemaTooNewError",
 ]
@@ -120,6 +122,18 @@ class StorageError(ParleyError):
     """The storage layer failed: I/O, a damaged file, a file held open elsewhere."""
 
 
+class ConnectionError(ParleyError, builtins.ConnectionError):
+    """The server of a remote forum (:func:`parley.connect`) could not be reached or did
+    not answer properly: connection refused or reset, a time-out, a response that is not
+    JSON or is cut short, an HTTP 5xx (such as 503 ``too_many_waits``).
+
+    As after a :class:`StorageError`, the caller cannot tell whether a post was written:
+    a session with ``retries`` runs the call again, a post under one idempotency key.
+    Also a built-in :class:`ConnectionError` (an ``OSError``), so code catching that
+    catches this too.
+    """
+
+
 class NotAForumError(ParleyError):
     """The file is not a Parley forum (another application's database, or damaged)."""
 
@@ -142,6 +156,7 @@ for _cls in (
     Refusal,
     *_BY_STATUS.values(),
     StorageError,
+    ConnectionError,
     NotAForumError,
     SchemaTooNewError,
 ):

@@ -13,7 +13,7 @@ when the forum's waits are ended (:meth:`parley.Forum.end_waits`) or the forum c
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, TypeVar
 
 from . import _args
 from ._args import Id
@@ -27,6 +27,9 @@ KINDS = {"inbox": "get_inbox", "messages": "get_messages", "events": "get_events
 
 # With `wait_max_ms` set to 0 the engine cannot wait: the feed polls this often.
 _POLL_S = 0.05
+
+# The item a feed hands over: an inbox item, a message or an event (parley.types).
+T = TypeVar("T")
 
 
 def plan(session: "Session", kind: object, thread: Optional[Id], since: Optional[str]) -> Tuple[str, Dict[str, Any]]:
@@ -44,7 +47,7 @@ def plan(session: "Session", kind: object, thread: Optional[Id], since: Optional
     return operation, _args.reads(thread=thread, limit=1)
 
 
-class Feed(Iterator[Dict[str, Any]]):
+class Feed(Iterator[T]):
     """Yields the items of a read as they arrive; see :meth:`parley.Session.feed`.
 
     Each ``next()`` blocks (with the GIL released) until there is an item, and raises
@@ -78,10 +81,10 @@ class Feed(Iterator[Dict[str, Any]]):
     def __repr__(self) -> str:
         return f"<parley.Feed kind={self._kind!r} cursor={self._cursor!r}>"
 
-    def __iter__(self) -> "Feed":
+    def __iter__(self) -> "Feed[T]":
         return self
 
-    def __next__(self) -> Dict[str, Any]:
+    def __next__(self) -> T:
         forum = self._session.forum
         while not forum.waits_ended:
             try:
@@ -96,7 +99,7 @@ class Feed(Iterator[Dict[str, Any]]):
                 raise
             self._cursor = page["cursor"]
             if page["items"]:
-                item: Dict[str, Any] = page["items"][0]
+                item: T = page["items"][0]
                 return item
             if wait == 0 and not forum.waits_ended:
                 time.sleep(_POLL_S)

@@ -6,6 +6,8 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple,
 
 from typing_extensions import Self, disjoint_base
 
+from .types import AuthorKind, IdentityInfo, Manifest, Right
+
 __all__ = ["Forum", "VERSION", "OPERATIONS", "REASONS", "check_integrity"]
 
 VERSION: str
@@ -93,8 +95,8 @@ class Forum:
         self,
         handle: str,
         *,
-        kind: str = "llm",
-        rights: Sequence[str] = ("read", "write"),
+        kind: AuthorKind = "llm",
+        rights: Sequence[Right] = ("read", "write"),
         label: Optional[str] = None,
     ) -> str:
         """Issues a token and returns its secret (shown only here).
@@ -107,15 +109,15 @@ class Forum:
         """
     def revoke_token(self, token: str) -> bool:
         """Revokes a token; ``False`` when it was unknown or already revoked."""
-    def identities(self) -> List[Dict[str, Any]]:
+    def identities(self) -> List[IdentityInfo]:
         """Every identity issued a token: ``{"identity", "kind", "label", "active_tokens"}``."""
     def call(self, token: Optional[str], operation: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """The generic call (SPEC §11.3): runs ``operation`` with ``args`` for ``token``.
 
         Returns the result as a dict. A refusal raises :class:`parley.Refusal` (the
         subclass for its status) with the stable ``reason``; an unknown operation is a
-        ``ValueError``; an argument that is not JSON (a set, bytes, an object) is a
-        ``TypeError``. A read given ``wait_ms`` (the listen profile) may block until it
+        ``ValueError``; ``args`` that are not a mapping (nor ``None``), or an argument
+        that is not JSON (a set, bytes, an object), are a ``TypeError``. A read given ``wait_ms`` (the listen profile) may block until it
         has an item; the GIL is released meanwhile, so other threads run and post.
         """
     def mcp(self, token: Optional[str], request: Union[Mapping[str, Any], str]) -> Optional[Dict[str, Any]]:
@@ -123,5 +125,5 @@ class Forum:
 
         Returns the JSON-RPC response as a dict, or ``None`` for a notification.
         """
-    def manifest(self) -> Dict[str, Any]:
+    def manifest(self) -> Manifest:
         """The manifest (SPEC §13): everything needed to speak Parley."""

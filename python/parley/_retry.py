@@ -1,8 +1,9 @@
 """Safe retries: idempotency keys (SPEC §14.3) and the failures worth another try.
 
 A session made with ``retries=N`` runs a call again, up to ``N`` more times, when it
-failed with one of :data:`RETRIED`: failures of the storage layer (I/O, a full disk),
-which may pass, and after which the caller cannot tell whether a post was written.
+failed with one of :data:`RETRIED`: failures of the storage layer (I/O, a full disk)
+or, for a remote forum, of the connection to its server, which may pass, and after
+which the caller cannot tell whether a post was written.
 Each post of such a session carries an idempotency key, generated once per logical
 call unless the caller gave one, and every attempt sends the same envelope under the
 same key: if an earlier attempt was written, the retry replays it (``"replayed":
@@ -23,14 +24,15 @@ import uuid
 from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar
 
 from . import _args
-from ._errors import StorageError
+from ._errors import ConnectionError, StorageError
 
 __all__ = ["RETRIED", "Policy", "new_idempotency_key"]
 
 T = TypeVar("T")
 
-RETRIED: Tuple[Type[BaseException], ...] = (StorageError,)
-"""The exceptions a session with ``retries`` runs a call again after."""
+RETRIED: Tuple[Type[BaseException], ...] = (StorageError, ConnectionError)
+"""The exceptions a session with ``retries`` runs a call again after: a failed store,
+or (for :func:`parley.connect`) a server that could not be reached or did not answer."""
 
 # The longest pause between two attempts, in seconds, however many there are.
 _MAX_DELAY_S = 2.0

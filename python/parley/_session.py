@@ -1,26 +1,64 @@
 """``Session``: one token (and optional extension) speaking to a forum.
 
 Every method is a thin layer over ``Forum.call``: acts build an envelope and ``post``
-it, reads call the read operations. Results are the engine's JSON as dicts; refusals
-raise :class:`parley.Refusal`.
+it, reads call the read operations. Results are the engine's JSON as dicts, typed by
+the shapes of :mod:`parley.types` (a ``cast``: nothing is converted); refusals raise
+:class:`parley.Refusal`.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Union, cast, overload
 
 from . import _args, _retry, _tools
 from ._args import Id
 from ._feed import Feed
+from .types import (
+    ClaimView,
+    Event,
+    EventsPage,
+    EvidenceItem,
+    FeedKind,
+    InboxItem,
+    InboxPage,
+    Kind,
+    Manifest,
+    Message,
+    MessagesPage,
+    PostResult,
+    SearchPage,
+    State,
+    ThreadsPage,
+    ThreadView,
+    Whoami,
+)
 
-if TYPE_CHECKING:
-    from ._parley import Forum
+__all__ = ["ForumLike", "Session"]
 
-__all__ = ["Session"]
+
+class ForumLike(Protocol):
+    """What a session needs of its forum: the in-process :class:`parley.Forum`, or the
+    :class:`parley.RemoteForum` of :func:`parley.connect`, which offers the
+    same over HTTP (and has no commit descriptor: ``_commit_fd`` raises
+    ``NotImplementedError``, so ``parley.aio`` lets the server do the waiting)."""
+
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def limits(self) -> Dict[str, int]: ...
+    @property
+    def waits_ended(self) -> bool: ...
+    def close(self) -> None: ...
+    def call(
+        self, token: Optional[str], operation: str, args: Optional[Mapping[str, Any]] = None
+    ) -> Dict[str, Any]: ...
+    def mcp(self, token: Optional[str], request: Union[Mapping[str, Any], str]) -> Optional[Dict[str, Any]]: ...
+    def _commit_fd(self) -> int: ...
+
 
 Time = Union[str, datetime.datetime]
-Evidence = Sequence[Mapping[str, str]]
+Evidence = Sequence[EvidenceItem]
 
 
 class Session:
@@ -38,7 +76,8 @@ class Session:
 
     ``retries`` (default 0) makes the session retry on its own: a call that fails with
     :class:`parley.StorageError` (I/O, a full disk: the caller cannot tell whether a
-    post was written) is run again, up to ``retries`` more times, after
+    post was written), or for :func:`parley.connect` with :class:`parley.ConnectionError`,
+    is run again, up to ``retries`` more times, after
     ``retry_backoff`` seconds, then twice as long each time (at most 2 s). Each post
     then carries a key, the caller's or one made by :func:`parley.new_idempotency_key`
     once per call, and every attempt sends the same envelope under it, so a post whose
@@ -49,7 +88,7 @@ class Session:
 
     def __init__(
         self,
-        forum: "Forum",
+        forum: ForumLike,
         token: str,
         extension: Optional[str] = None,
         *,
@@ -67,8 +106,9 @@ class Session:
         self._tools: Optional[List[Dict[str, Any]]] = None
 
     @property
-    def forum(self) -> "Forum":
-        """The forum this session speaks to."""
+    def forum(self) -> ForumLike:
+        """The forum this session speaks to (a :class:`parley.Forum`, or the remote
+        forum of :func:`parley.connect`)."""
         return self._forum
 
     @property
@@ -119,20 +159,20 @@ class Session:
 
     def post(
         self,
-        kind: str,
+        kind: Kind,
         body: str,
         *,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         to: Optional[str] = None,
-        state: Optional[str] = None,
+        state: Optional[State] = None,
         claim: Optional[Id] = None,
         evidence: Optional[Evidence] = None,
         supersedes: Optional[Sequence[Id]] = None,
         valid_until: Optional[Time] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Posts one envelope of any ``kind``; returns ``{"message", "thread", "replayed", …}``.
 
         ``idempotency_key``: see the class; a key of the wrong form is refused
@@ -152,7 +192,7 @@ class Session:
             provenance=provenance,
             idempotency_key=idempotency_key,
         )
-        return _retry.posted(self._run("post", env))
+        return cast(PostResult, _retry.posted(self._run("post", env)))
 
     def _envelope(
         self,
@@ -201,7 +241,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Asks a question; without ``thread`` and ``parent`` it opens a new thread."""
         return self.post(
             "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -215,7 +255,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Answers; marks the thread ``answered`` (a proposal unless a confirmer answers)."""
         return self.post(
             "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -229,7 +269,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Adds information; expects no reply and leaves the turn as it was."""
         return self.post(
             "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -243,7 +283,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Proposes a decision to the thread's creator, whose turn it becomes."""
         return self.post(
             "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -257,7 +297,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Disputes the parent message; its author is due to respond."""
         return self.post(
             "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -272,7 +312,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Passes the turn on to the identity ``to`` ("not me — you")."""
         _args.check("to", to, str, "an identity (str)")
         return self.post(
@@ -293,7 +333,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Records the thread's decision (needs authority over the thread)."""
         return self.post(
             "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
@@ -303,12 +343,12 @@ class Session:
         self,
         body: str,
         *,
-        state: str,
+        state: State,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Sets the thread's ``state`` (needs authority; confirmed for confirmers)."""
         _args.check("state", state, str, "a str")
         return self.post(
@@ -330,7 +370,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Opens a closed or side-state thread again."""
         return self.post(
             "reopen",
@@ -355,7 +395,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """States a claim (the ``assert`` act); the result carries ``claim``."""
         return self.post(
             "assert",
@@ -379,7 +419,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Supports ``claim`` with at least one evidence item."""
         _args.check_id("claim", claim)
         _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
@@ -404,7 +444,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Refutes ``claim`` with counter-evidence, creating a counter-claim."""
         _args.check_id("claim", claim)
         _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
@@ -429,7 +469,7 @@ class Session:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Seals ``claim`` (needs the ``verify`` right)."""
         _args.check_id("claim", claim)
         return self.post(
@@ -445,28 +485,29 @@ class Session:
 
     # Reads (SPEC §8) -------------------------------------------------------------------
 
-    def thread(self, thread: Id) -> Dict[str, Any]:
+    def thread(self, thread: Id) -> ThreadView:
         """``get_thread``: the summary and the message tree."""
         _args.check_id("thread", thread)
-        return self.call("get_thread", {"thread": thread})
+        return cast(ThreadView, self.call("get_thread", {"thread": thread}))
 
     def threads(
         self,
         *,
-        state: Optional[str] = None,
+        state: Optional[State] = None,
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> ThreadsPage:
         """``list_threads``: summaries by last activity, oldest first.
 
         ``wait`` (seconds) waits for a thread to list; see :meth:`inbox`.
         """
-        return self.call("list_threads", _args.reads(state=state, since=since, limit=limit, wait=wait))
+        args = _args.reads(state=state, since=since, limit=limit, wait=wait)
+        return cast(ThreadsPage, self.call("list_threads", args))
 
     def inbox(
         self, *, since: Optional[str] = None, limit: Optional[int] = None, wait: Optional[float] = None
-    ) -> Dict[str, Any]:
+    ) -> InboxPage:
         """``get_inbox`` for this session's identity and extension.
 
         ``wait`` (seconds, an int or a float; the listen profile, SPEC §14.2): with
@@ -475,7 +516,8 @@ class Session:
         meanwhile. A wait over the ``wait_max_ms`` limit is refused (``invalid_argument``).
         Pass the returned ``cursor`` as ``since`` to wait for what is new.
         """
-        return self.call("get_inbox", _args.reads(since=since, extension=self._extension, limit=limit, wait=wait))
+        args = _args.reads(since=since, extension=self._extension, limit=limit, wait=wait)
+        return cast(InboxPage, self.call("get_inbox", args))
 
     def events(
         self,
@@ -484,12 +526,13 @@ class Session:
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> EventsPage:
         """``get_events``: state changes and confirmations, oldest first.
 
         ``wait`` (seconds) waits for an event; see :meth:`inbox`.
         """
-        return self.call("get_events", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+        args = _args.reads(thread=thread, since=since, limit=limit, wait=wait)
+        return cast(EventsPage, self.call("get_events", args))
 
     def messages(
         self,
@@ -498,12 +541,13 @@ class Session:
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> MessagesPage:
         """``get_messages`` (SPEC §14.1): messages flat, oldest first, of ``thread`` or all.
 
         ``wait`` (seconds) waits for a message; see :meth:`inbox`.
         """
-        return self.call("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+        args = _args.reads(thread=thread, since=since, limit=limit, wait=wait)
+        return cast(MessagesPage, self.call("get_messages", args))
 
     def search(
         self,
@@ -512,7 +556,7 @@ class Session:
         thread: Optional[Id] = None,
         since: Optional[str] = None,
         limit: Optional[int] = None,
-    ) -> Dict[str, Any]:
+    ) -> SearchPage:
         """``search`` (SPEC §14.4): messages whose body holds every word of ``q``, newest first.
 
         Words are compared lowercased, split at anything that is not a letter, a mark
@@ -522,9 +566,23 @@ class Session:
         "thread"}, …], "cursor", "more"}``: pass ``cursor`` back as ``since`` for the
         next older matches.
         """
-        return self.call("search", _args.search(q=q, thread=thread, since=since, limit=limit))
+        return cast(SearchPage, self.call("search", _args.search(q=q, thread=thread, since=since, limit=limit)))
 
-    def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> Feed:
+    @overload
+    def feed(
+        self, kind: Literal["inbox"] = ..., *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> Feed[InboxItem]: ...
+    @overload
+    def feed(
+        self, kind: Literal["messages"], *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> Feed[Message]: ...
+    @overload
+    def feed(
+        self, kind: Literal["events"], *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> Feed[Event]: ...
+    def feed(
+        self, kind: FeedKind = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> Union[Feed[InboxItem], Feed[Message], Feed[Event]]:
         """Inbox items (``"inbox"``), messages (``"messages"``) or events (``"events"``)
         as they arrive, for ``for item in session.feed(...)``.
 
@@ -536,20 +594,20 @@ class Session:
         """
         return Feed(self, kind, thread=thread, since=since)
 
-    def claim_status(self, claim: Id) -> Dict[str, Any]:
+    def claim_status(self, claim: Id) -> ClaimView:
         """``get_claim``: a claim with its status, support and refutations."""
         _args.check_id("claim", claim)
-        return self.call("get_claim", {"claim": claim})
+        return cast(ClaimView, self.call("get_claim", {"claim": claim}))
 
     get_claim = claim_status
 
-    def whoami(self) -> Dict[str, Any]:
+    def whoami(self) -> Whoami:
         """``{"identity", "kind", "rights", "label", "realm"}`` of this token."""
-        return self.call("whoami")
+        return cast(Whoami, self.call("whoami"))
 
-    def manifest(self) -> Dict[str, Any]:
+    def manifest(self) -> Manifest:
         """``get_manifest``: everything needed to speak Parley."""
-        return self.call("get_manifest")
+        return cast(Manifest, self.call("get_manifest"))
 
     # Tool use --------------------------------------------------------------------------
 

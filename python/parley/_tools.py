@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Uni
 from ._errors import ParleyError, Refusal
 
 if TYPE_CHECKING:
-    from ._parley import Forum
-    from ._session import Session
+    from ._session import ForumLike, Session
 
 FORMATS = ("mcp", "openai", "openai-responses", "anthropic")
 
@@ -24,7 +23,7 @@ FORMATS = ("mcp", "openai", "openai-responses", "anthropic")
 _MAX_PAGES = 16
 
 
-def list_tools(forum: "Forum", token: Optional[str]) -> List[Dict[str, Any]]:
+def list_tools(forum: "ForumLike", token: Optional[str]) -> List[Dict[str, Any]]:
     """The MCP tool definitions, in the handler's fixed order."""
     tools: List[Dict[str, Any]] = []
     cursor: Optional[str] = None

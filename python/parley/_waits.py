@@ -4,7 +4,9 @@ feeds, and the one way ``parley.aio`` runs a session's call off the loop.
 A read of the listen profile (SPEC §14.2) runs at once (``wait_ms=0``); while it has
 nothing, the coroutine awaits the forum's commit descriptor, watched by the event
 loop (``loop.add_reader``), and reads again after each commit. Without
-``add_reader`` (e.g. a proactor loop) the wait falls back to a pool thread.
+``add_reader`` (e.g. a proactor loop), or without a descriptor (the remote forum of
+:func:`parley.connect`, whose server does the waiting), the wait falls back to a
+pool thread.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import os
 import weakref
 from typing import Any, Dict, Mapping, Optional, Set
 
-from . import _args, _feed, _parley
+from . import _args, _feed
 from ._errors import Refusal
-from ._session import Session
+from ._session import ForumLike, Session
 
 __all__ = ["call", "waiting_read"]
 
@@ -90,12 +92,12 @@ def _settle(waiter: "asyncio.Future[None]") -> None:
 
 
 # forum -> loop -> watch, both weakly: a watch lives as long as its forum and its loop.
-_watches: "weakref.WeakKeyDictionary[_parley.Forum, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch]]" = (
+_watches: "weakref.WeakKeyDictionary[ForumLike, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch]]" = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _watch(forum: _parley.Forum) -> Optional[_Watch]:
+def _watch(forum: ForumLike) -> Optional[_Watch]:
     """The running loop's watch on ``forum``, made on first use; ``None`` where the
     loop or the platform cannot watch a descriptor. ``ValueError`` once closed."""
     loop = asyncio.get_running_loop()
@@ -123,7 +125,7 @@ async def call(session: Session, operation: str, args: Optional[Mapping[str, Any
     return await session._policy.run_async(lambda: asyncio.to_thread(forum.call, token, operation, args))
 
 
-def _bad_wait(forum: _parley.Forum, wait_ms: int) -> Optional[Refusal]:
+def _bad_wait(forum: ForumLike, wait_ms: int) -> Optional[Refusal]:
     """The engine's refusal of a ``wait_ms`` out of range (SPEC §14.2), which a read
     run with ``wait_ms`` 0 cannot give."""
     most = forum.limits["wait_max_ms"]

@@ -19,7 +19,9 @@ forum's commit descriptor, watched by the event loop (``loop.add_reader``), and
 reads again after each commit. A thousand waiting coroutines are a thousand
 futures, not a thousand threads. (On an event loop without ``add_reader``, such as
 Windows' proactor loop, a wait falls back to a pool thread.) The machinery is in
-``parley._waits``.
+``parley._waits``. :func:`connect` gives an :class:`AsyncSession` with a forum that
+``parley serve --http`` serves; there the server waits, and each waiting read holds
+a pool thread for its call.
 
 A session made with ``retries`` retries here too, with the pauses between attempts
 on the event loop (``asyncio.sleep``); see :class:`parley.Session`.
@@ -30,20 +32,44 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, List, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast, overload
 
-from . import _args, _feed, _retry, _tools
+from . import _args, _feed, _remote, _retry, _tools
 from ._args import Id
 from ._errors import Refusal
 from ._forum import Forum
 from ._session import Session
+from .types import (
+    AuthorKind,
+    ClaimView,
+    Event,
+    EventsPage,
+    EvidenceItem,
+    FeedKind,
+    IdentityInfo,
+    InboxItem,
+    InboxPage,
+    Kind,
+    Manifest,
+    Message,
+    MessagesPage,
+    PostResult,
+    Right,
+    SearchPage,
+    State,
+    ThreadsPage,
+    ThreadView,
+    Whoami,
+)
 from ._waits import call as _call
 from ._waits import waiting_read as _waiting_read
 
-__all__ = ["AsyncFeed", "AsyncForum", "AsyncSession", "open"]
+__all__ = ["AsyncFeed", "AsyncForum", "AsyncSession", "connect", "open"]
 
 Time = Union[str, datetime.datetime]
-Evidence = Sequence[Mapping[str, str]]
+Evidence = Sequence[EvidenceItem]
+# The item an AsyncFeed hands over: an inbox item, a message or an event.
+T = TypeVar("T")
 
 
 async def open(
@@ -62,7 +88,33 @@ async def open(
     return AsyncForum(forum)
 
 
-class AsyncFeed(AsyncIterator[Dict[str, Any]]):
+def connect(
+    url: str,
+    token: str,
+    extension: Optional[str] = None,
+    *,
+    provenance: Optional[Mapping[str, str]] = None,
+    retries: int = 0,
+    retry_backoff: float = 0.05,
+    timeout: float = _remote.DEFAULT_TIMEOUT,
+) -> "AsyncSession":
+    """An :class:`AsyncSession` with the forum a ``parley serve --http`` serves at
+    ``url``; the arguments are :func:`parley.connect`'s. Nothing is sent yet. Each call
+    runs in a pool thread; so does a waiting read (the server waits, not the loop)."""
+    return AsyncSession(
+        _remote.connect(
+            url,
+            token,
+            extension,
+            provenance=provenance,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            timeout=timeout,
+        )
+    )
+
+
+class AsyncFeed(AsyncIterator[T]):
     """Yields the items of a read as they arrive; see :meth:`AsyncSession.feed`.
 
     Ends (``StopAsyncIteration``) once the forum's waits are ended or the forum is
@@ -96,10 +148,10 @@ class AsyncFeed(AsyncIterator[Dict[str, Any]]):
     def __repr__(self) -> str:
         return f"<parley.aio.AsyncFeed kind={self._kind!r} cursor={self._cursor!r}>"
 
-    def __aiter__(self) -> "AsyncFeed":
+    def __aiter__(self) -> "AsyncFeed[T]":
         return self
 
-    async def __anext__(self) -> Dict[str, Any]:
+    async def __anext__(self) -> T:
         forum = self._session.forum
         while not forum.waits_ended and not forum.closed:
             args = dict(self._args)
@@ -113,7 +165,7 @@ class AsyncFeed(AsyncIterator[Dict[str, Any]]):
                 raise
             self._cursor = page["cursor"]
             if page["items"]:
-                item: Dict[str, Any] = page["items"][0]
+                item: T = page["items"][0]
                 return item
         raise StopAsyncIteration
 
@@ -168,8 +220,8 @@ class AsyncForum:
         self,
         handle: str,
         *,
-        kind: str = "llm",
-        rights: Sequence[str] = ("read", "write"),
+        kind: AuthorKind = "llm",
+        rights: Sequence[Right] = ("read", "write"),
         label: Optional[str] = None,
     ) -> str:
         """Issues a token; see :meth:`parley.Forum.create_token`."""
@@ -178,7 +230,7 @@ class AsyncForum:
     async def revoke_token(self, token: str) -> bool:
         return await asyncio.to_thread(self._forum.revoke_token, token)
 
-    async def identities(self) -> List[Dict[str, Any]]:
+    async def identities(self) -> List[IdentityInfo]:
         return await asyncio.to_thread(self._forum.identities)
 
     async def call(
@@ -191,7 +243,7 @@ class AsyncForum:
         """The MCP handler; see :meth:`parley.Forum.mcp`."""
         return await asyncio.to_thread(self._forum.mcp, token, request)
 
-    async def manifest(self) -> Dict[str, Any]:
+    async def manifest(self) -> Manifest:
         return await asyncio.to_thread(self._forum.manifest)
 
     def session(
@@ -245,20 +297,20 @@ class AsyncSession:
 
     async def post(
         self,
-        kind: str,
+        kind: Kind,
         body: str,
         *,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         to: Optional[str] = None,
-        state: Optional[str] = None,
+        state: Optional[State] = None,
         claim: Optional[Id] = None,
         evidence: Optional[Evidence] = None,
         supersedes: Optional[Sequence[Id]] = None,
         valid_until: Optional[Time] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """Posts one envelope; see :meth:`parley.Session.post` (``idempotency_key``,
         ``replayed``, and how a session with ``retries`` retries)."""
         env = self._session._envelope(
@@ -275,7 +327,7 @@ class AsyncSession:
             provenance=provenance,
             idempotency_key=idempotency_key,
         )
-        return _retry.posted(await _call(self._session, "post", env))
+        return cast(PostResult, _retry.posted(await _call(self._session, "post", env)))
 
     async def ask(
         self,
@@ -286,7 +338,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -299,7 +351,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -312,7 +364,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -325,7 +377,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -338,7 +390,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -352,7 +404,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "handoff",
             body,
@@ -371,7 +423,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
         )
@@ -380,12 +432,12 @@ class AsyncSession:
         self,
         body: str,
         *,
-        state: str,
+        state: State,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "mark",
             body,
@@ -405,7 +457,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "reopen",
             body,
@@ -427,7 +479,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         """States a claim (the ``assert`` act)."""
         return await self.post(
             "assert",
@@ -451,7 +503,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "attest",
             body,
@@ -473,7 +525,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "refute",
             body,
@@ -495,7 +547,7 @@ class AsyncSession:
         parent: Optional[Id] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Dict[str, Any]:
+    ) -> PostResult:
         return await self.post(
             "verify",
             body,
@@ -507,9 +559,9 @@ class AsyncSession:
             idempotency_key=idempotency_key,
         )
 
-    async def thread(self, thread: Id) -> Dict[str, Any]:
+    async def thread(self, thread: Id) -> ThreadView:
         _args.check_id("thread", thread)
-        return await _call(self._session, "get_thread", {"thread": thread})
+        return cast(ThreadView, await _call(self._session, "get_thread", {"thread": thread}))
 
     async def _read(self, operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
         wait_ms = args.pop("wait_ms", None)
@@ -520,25 +572,25 @@ class AsyncSession:
     async def threads(
         self,
         *,
-        state: Optional[str] = None,
+        state: Optional[State] = None,
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> ThreadsPage:
         """``list_threads``; ``wait`` (seconds) as in :meth:`inbox`."""
-        return await self._read("list_threads", _args.reads(state=state, since=since, limit=limit, wait=wait))
+        args = _args.reads(state=state, since=since, limit=limit, wait=wait)
+        return cast(ThreadsPage, await self._read("list_threads", args))
 
     async def inbox(
         self, *, since: Optional[str] = None, limit: Optional[int] = None, wait: Optional[float] = None
-    ) -> Dict[str, Any]:
+    ) -> InboxPage:
         """``get_inbox``; see :meth:`parley.Session.inbox`.
 
         ``wait`` (seconds) waits for a thread to become due without holding a thread:
         the coroutine sleeps on the event loop until a commit, then reads again.
         """
-        return await self._read(
-            "get_inbox", _args.reads(since=since, extension=self._session.extension, limit=limit, wait=wait)
-        )
+        args = _args.reads(since=since, extension=self._session.extension, limit=limit, wait=wait)
+        return cast(InboxPage, await self._read("get_inbox", args))
 
     async def events(
         self,
@@ -547,9 +599,10 @@ class AsyncSession:
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> EventsPage:
         """``get_events``; ``wait`` (seconds) as in :meth:`inbox`."""
-        return await self._read("get_events", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+        args = _args.reads(thread=thread, since=since, limit=limit, wait=wait)
+        return cast(EventsPage, await self._read("get_events", args))
 
     async def messages(
         self,
@@ -558,9 +611,10 @@ class AsyncSession:
         since: Optional[str] = None,
         limit: Optional[int] = None,
         wait: Optional[float] = None,
-    ) -> Dict[str, Any]:
+    ) -> MessagesPage:
         """``get_messages``; ``wait`` (seconds) as in :meth:`inbox`."""
-        return await self._read("get_messages", _args.reads(thread=thread, since=since, limit=limit, wait=wait))
+        args = _args.reads(thread=thread, since=since, limit=limit, wait=wait)
+        return cast(MessagesPage, await self._read("get_messages", args))
 
     async def search(
         self,
@@ -569,26 +623,41 @@ class AsyncSession:
         thread: Optional[Id] = None,
         since: Optional[str] = None,
         limit: Optional[int] = None,
-    ) -> Dict[str, Any]:
+    ) -> SearchPage:
         """``search``, newest first; see :meth:`parley.Session.search`."""
-        return await _call(self._session, "search", _args.search(q=q, thread=thread, since=since, limit=limit))
+        args = _args.search(q=q, thread=thread, since=since, limit=limit)
+        return cast(SearchPage, await _call(self._session, "search", args))
 
-    def feed(self, kind: str = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None) -> AsyncFeed:
+    @overload
+    def feed(
+        self, kind: Literal["inbox"] = ..., *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> AsyncFeed[InboxItem]: ...
+    @overload
+    def feed(
+        self, kind: Literal["messages"], *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> AsyncFeed[Message]: ...
+    @overload
+    def feed(
+        self, kind: Literal["events"], *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> AsyncFeed[Event]: ...
+    def feed(
+        self, kind: FeedKind = "inbox", *, thread: Optional[Id] = None, since: Optional[str] = None
+    ) -> Union[AsyncFeed[InboxItem], AsyncFeed[Message], AsyncFeed[Event]]:
         """``async for item in session.feed(...)``: inbox items, messages or events as
         they arrive; see :meth:`parley.Session.feed`. Waiting holds no thread."""
         return AsyncFeed(self._session, kind, thread=thread, since=since)
 
-    async def claim_status(self, claim: Id) -> Dict[str, Any]:
+    async def claim_status(self, claim: Id) -> ClaimView:
         _args.check_id("claim", claim)
-        return await _call(self._session, "get_claim", {"claim": claim})
+        return cast(ClaimView, await _call(self._session, "get_claim", {"claim": claim}))
 
     get_claim = claim_status
 
-    async def whoami(self) -> Dict[str, Any]:
-        return await _call(self._session, "whoami", None)
+    async def whoami(self) -> Whoami:
+        return cast(Whoami, await _call(self._session, "whoami", None))
 
-    async def manifest(self) -> Dict[str, Any]:
-        return await _call(self._session, "get_manifest", None)
+    async def manifest(self) -> Manifest:
+        return cast(Manifest, await _call(self._session, "get_manifest", None))
 
     async def tools(self, format: str = "mcp", strict: bool = False) -> List[Dict[str, Any]]:
         """The operations as tool schemas; see :meth:`parley.Session.tools`."""

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyString};
+use pyo3::types::{PyBool, PyDict, PyMapping, PyString};
+use serde_json::Value;
 
-use crate::convert::type_name;
+use crate::convert::{to_json, type_name};
 
 fn wrong(name: &str, wanted: &str, obj: &Bound<'_, PyAny>) -> PyErr {
     PyTypeError::new_err(format!("{name} must be {wanted}, not '{}'", type_name(obj)))
@@ -81,4 +82,18 @@ pub(crate) fn path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
 pub(crate) fn required_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     obj.extract::<PathBuf>()
         .map_err(|_| wrong("path", "a str or an os.PathLike", obj))
+}
+
+/// The `args` of the generic call: a mapping, or `None` for no arguments. Any other
+/// value would reach the engine as JSON it refuses (`invalid_body` for a list given
+/// to `post`), but in Python it is an argument of the wrong type, and the caller
+/// learns that as a `TypeError`, as for every other argument.
+pub(crate) fn call_args(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if obj.is_instance_of::<PyDict>() || obj.cast::<PyMapping>().is_ok() {
+        return to_json(obj, "args");
+    }
+    Err(wrong("args", "a mapping (dict) or None", obj))
 }

@@ -275,7 +275,7 @@ impl PyForum {
     ) -> PyResult<Bound<'py, PyAny>> {
         let forum = self.forum()?;
         let args = match args {
-            Some(args) => to_json(&args, "args")?,
+            Some(args) => args::call_args(&args)?,
             None => Value::Null,
         };
         let result = py
