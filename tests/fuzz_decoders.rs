@@ -567,7 +567,11 @@ fn first_refusal(value: &Value, kinds: &[String]) -> Option<Reason> {
     let Some(obj) = value.as_object() else {
         return Some(Reason::InvalidBody);
     };
-    if obj.get("parley").is_some_and(|v| v.as_str() != Some("1")) {
+    // `null` is absent (docs/spec-notes.md): only a present, other value is refused.
+    if obj
+        .get("parley")
+        .is_some_and(|v| !v.is_null() && v.as_str() != Some("1"))
+    {
         return Some(Reason::UnsupportedVersion);
     }
     match obj.get("kind") {

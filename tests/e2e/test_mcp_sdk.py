@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -81,19 +82,32 @@ def http_server(forum: Forum) -> Iterator[str]:
         env=env,
     )
     assert proc.stderr is not None
+    # A thread reads stderr to its end: the server writes a log line per request, and
+    # a pipe nobody drains would fill and stall it.
+    lines: "queue.Queue[str]" = queue.Queue()
+    stderr = proc.stderr
+
+    def drain() -> None:
+        for text in stderr:
+            lines.put(text)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 30
     line = ""
     while "listening on" not in line:
         left = deadline - time.monotonic()
         assert left > 0 and proc.poll() is None, f"server did not start: {line}"
-        ready, _, _ = select.select([proc.stderr], [], [], left)
-        if ready:
-            line = proc.stderr.readline()
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            pass
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+        reader.join(timeout=30)
         proc.stderr.close()
 
 
