@@ -57,6 +57,40 @@ pub fn for_each_distinct(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
+/// Calls `f` with each word of `text` in order, repeats included (the words of
+/// [`split`]). The lowercased text goes to `buf`, so a caller splitting many
+/// bodies allocates once; ASCII text, the common case, is split byte by byte.
+pub fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    buf.clear();
+    if text.is_ascii() {
+        buf.push_str(text);
+        buf.make_ascii_lowercase();
+    } else {
+        // `str::to_lowercase`, not per character: a final sigma lowercases by
+        // its context.
+        buf.push_str(&text.to_lowercase());
+    }
+    if buf.is_ascii() {
+        let bytes = buf.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            if !bytes[at].is_ascii_alphanumeric() {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+                at += 1;
+            }
+            f(&buf[start..at]);
+        }
+    } else {
+        buf.split(|c: char| !in_word(c))
+            .filter(|w| !w.is_empty())
+            .for_each(f);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +107,27 @@ mod tests {
         assert_eq!(split("x²+y½=Ⅻ"), ["x²", "y½", "ⅻ"]);
         // Underscore and emoji are not word characters.
         assert_eq!(split("snake_case 🦀rust"), ["snake", "case", "rust"]);
+    }
+
+    #[test]
+    fn each_word_is_a_word_of_split() {
+        let mut buf = String::from("left over");
+        for text in [
+            "Port 7878, or 8080?",
+            "dev-server's PORT",
+            "  ...  ",
+            "",
+            "x",
+            "Grüße ÉCOLE e\u{301}te\u{301} 日本語のテキスト x²+y½=Ⅻ",
+            "snake_case 🦀rust",
+            "ΟΔΟΣ Σ",
+            "\u{212A}elvin",
+            "trailing word",
+        ] {
+            let mut seen = Vec::new();
+            for_each_word(text, &mut buf, |w| seen.push(w.to_string()));
+            assert_eq!(seen, split(text), "{text:?}");
+        }
     }
 
     #[test]

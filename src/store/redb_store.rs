@@ -759,23 +759,26 @@ impl WriteTx for Writer<'_> {
 
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
         let record = key::idempotency(identity, key);
-        let old = self
-            .table(INDEX)?
+        let aged = key::remembered(post.at.max(0) as u64, &record);
+        let mut index = self.table(INDEX)?;
+        let old = index
             .insert(record.as_slice(), post.message)?
             .map(|v| v.value());
-        // An expired record under the same key leaves the age index with it.
-        let old_at = match old {
-            Some(message) => self.message(message)?.map(|m| m.created_at),
-            None => None,
+        let Some(old) = old else {
+            // A first use of the key, the common case: one open of the table.
+            index.insert(aged.as_slice(), post.digest)?;
+            return Ok(());
         };
+        // `message` opens the table itself, and a transaction holds one open
+        // handle per table at a time.
+        drop(index);
+        // An expired record under the same key leaves the age index with it.
+        let old_at = self.message(old)?.map(|m| m.created_at);
         let mut index = self.table(INDEX)?;
         if let Some(at) = old_at {
             index.remove(key::remembered(at.max(0) as u64, &record).as_slice())?;
         }
-        index.insert(
-            key::remembered(post.at.max(0) as u64, &record).as_slice(),
-            post.digest,
-        )?;
+        index.insert(aged.as_slice(), post.digest)?;
         Ok(())
     }
 

@@ -13,7 +13,7 @@
 //! candidate, and the candidate drops to the lowest answer, so the steps are
 //! bounded by the postings of the rarest word.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use redb::ReadableTable;
 
@@ -83,26 +83,27 @@ pub(super) fn merged_through(meta: &impl ReadableTable<&'static str, u64>) -> Re
     Ok(meta.get(MERGED)?.map_or(0, |v| v.value()))
 }
 
-/// The tail's messages `(message, thread, body)` with ids in `(after, upto]`.
+/// Visits the tail's messages `(message, thread, body)` with ids in `(after, upto]`,
+/// in id order; each body is read in place.
 fn tail(
     index: &impl ReadableTable<&'static [u8], u64>,
     messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
     after: u64,
     upto: u64,
-) -> Result<Vec<(u64, u64, String)>> {
-    let mut out = Vec::new();
+    mut visit: impl FnMut(u64, u64, &str),
+) -> Result<()> {
     if upto <= after {
-        return Ok(out);
+        return Ok(());
     }
     let (lo, hi) = (key::message(after + 1), key::message(upto));
     for entry in index.range(lo.as_slice()..=hi.as_slice())? {
         let (k, thread) = entry?;
         let (id, thread) = (key::tail(k.value()), thread.value());
         if let Some(rec) = messages.get((thread, id))? {
-            out.push((id, thread, codec::body(rec.value())?.to_string()));
+            visit(id, thread, codec::body(rec.value())?);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// After message `message` was stored: merges the tail once it is long enough.
@@ -117,19 +118,30 @@ pub(super) fn note(txn: &redb::WriteTransaction, merged: u64, message: u64) -> R
 
 /// Moves the messages `(after, upto]` into the blocks, and records `upto` as merged.
 pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<()> {
-    let mut by_word: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    // A body's words in order, repeats included: a word's list ends with the
+    // message already when it repeats there, which keeps each list distinct
+    // without sorting every body's words.
+    let mut by_word: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
     {
         let index = txn.open_table(INDEX)?;
         let messages = txn.open_table(MESSAGES)?;
-        for (id, thread, body) in tail(&index, &messages, after, upto)? {
-            words::for_each_distinct(&body, |w| match by_word.get_mut(w) {
-                Some(pairs) => pairs.push((id, thread)),
+        let mut lower = String::new();
+        tail(&index, &messages, after, upto, |id, thread, body| {
+            words::for_each_word(body, &mut lower, |w| match by_word.get_mut(w) {
+                Some(pairs) => {
+                    if pairs.last().map(|p| p.0) != Some(id) {
+                        pairs.push((id, thread));
+                    }
+                }
                 None => {
                     by_word.insert(w.to_string(), vec![(id, thread)]);
                 }
-            });
-        }
+            })
+        })?;
     }
+    // In word order: neighbouring blocks then share the tree's pages.
+    let mut by_word: Vec<(String, Vec<(u64, u64)>)> = by_word.into_iter().collect();
+    by_word.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut blocks = txn.open_table(WORD_BLOCKS)?;
     for (word, pairs) in by_word {
         let last = blocks
@@ -203,20 +215,20 @@ where
             tail: Vec::new(),
         })
         .collect();
-    for (id, thread, body) in tail(t.index, t.messages, t.merged, t.last)? {
+    tail(t.index, t.messages, t.merged, t.last, |id, thread, body| {
         // Most tail messages miss some word: a substring test rules them out
         // before the body is split.
         let lower = body.to_lowercase();
         if !lists.iter().any(|l| lower.contains(l.word)) {
-            continue;
+            return;
         }
-        let held = words::distinct(&body);
+        let held = words::distinct(body);
         for list in &mut lists {
             if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
                 list.tail.push((id, thread));
             }
         }
-    }
+    })?;
     let newest = |list: &Postings<'_>, upto: u64| -> Result<Option<(u64, u64)>> {
         let from_tail = match list.tail.partition_point(|&(m, _)| m <= upto) {
             0 => None,

@@ -306,3 +306,36 @@ fn a_version_1_file_is_migrated_on_open() {
     );
     assert!(r.open_table(THREADS_V1).is_err(), "the old table is gone");
 }
+
+#[test]
+fn a_key_used_again_leaves_one_age_entry() {
+    let store = RedbStore::in_memory().unwrap();
+    let mut w = store.write().unwrap();
+    let mut thread = None;
+    for (id, at) in [(1, 1_000), (2, 5_000)] {
+        let mut message = MessageRec::bare(id, 1, None);
+        message.created_at = at;
+        let mut rec = ThreadRec::bare(1, 1);
+        rec.last_message = id;
+        let rec = Arc::new(rec);
+        w.put_post(&message, &rec, thread.as_ref()).unwrap();
+        thread = Some(rec.spot());
+        let post = Remembered {
+            message: id,
+            at,
+            digest: id * 10,
+        };
+        w.remember("a", "k", &post).unwrap();
+    }
+    w.commit().unwrap();
+    let (post, message) = store.read().unwrap().remembered("a", "k").unwrap().unwrap();
+    assert_eq!((post.message, post.at, post.digest), (2, 5_000, 20));
+    assert_eq!(message.id, 2);
+    let mut w = store.write().unwrap();
+    assert_eq!(
+        w.forget_remembered(i64::MAX, 10).unwrap(),
+        1,
+        "the first use's age entry left with it"
+    );
+    assert!(w.remembered("a", "k").unwrap().is_none());
+}
