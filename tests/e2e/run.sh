@@ -4,8 +4,12 @@
 #   2. runs tests/e2e/test_mcp_sdk.py: the official MCP Python SDK as a client over
 #      stdio and Streamable HTTP, with the repository's .venv (created from
 #      tests/requirements.txt when absent);
-#   3. runs the official MCP conformance suite (pinned in tests/e2e/package.json)
-#      against `parley serve --http`, once per spec revision the server speaks, with
+#   3. lists the tools of `parley serve --stdio` with the MCP Inspector's CLI in
+#      `--strict` mode (pinned in tests/e2e/package.json), which reports every
+#      portability problem of their input and output schemas; any finding, warning
+#      or error, fails the run;
+#   4. runs the official MCP conformance suite (pinned there too) against
+#      `parley serve --http`, once per spec revision the server speaks, with
 #      conformance-expected-failures.txt as the baseline of known failures.
 # Exits non-zero when any of them fails.
 set -euo pipefail
@@ -26,13 +30,13 @@ if [ ! -x "$repo/.venv/bin/python" ]; then
 fi
 PARLEY_BIN="$bin" "$repo/.venv/bin/python" -m pytest -q -W error -p no:cacheprovider "$here/test_mcp_sdk.py"
 
-echo "== MCP conformance suite"
 cd "$here"
-if [ ! -x node_modules/.bin/conformance ] || [ ! -x node_modules/.bin/node ] \
-  || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+if [ ! -x node_modules/.bin/conformance ] || [ ! -x node_modules/.bin/mcp-inspector ] \
+  || [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-# The suite needs a newer Node.js than the system's; the pinned `node` package brings it.
+# The suite and the Inspector need a newer Node.js than the system's; the pinned
+# `node` package brings it.
 export PATH="$here/node_modules/.bin:$PATH"
 
 work="$(mktemp -d)"
@@ -46,6 +50,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
+echo "== MCP Inspector, tools/list --strict"
+# `--strict` prints each finding on stderr as "Warning: tool ..." or "Error: tool ...",
+# followed by its path, issue and suggestion, and exits non-zero only for errors; a
+# warning fails this run as well.
+if ! env -u PARLEY_TOKEN -u PARLEY_SETTINGS mcp-inspector --cli --strict --method tools/list \
+  "$bin" --db "$work/inspector.redb" serve --stdio >"$work/inspector-tools.json" 2>"$work/inspector.log"; then
+  cat "$work/inspector.log" >&2
+  echo "the MCP Inspector failed to list the tools" >&2
+  exit 1
+fi
+if grep -qE '^(Warning|Error): tool ' "$work/inspector.log"; then
+  grep -E -A3 '^(Warning|Error): tool ' "$work/inspector.log" >&2
+  grep -E 'errors?, [0-9]+ warnings? across' "$work/inspector.log" >&2 || true
+  echo "the MCP Inspector (--strict) found tool schema portability problems" >&2
+  exit 1
+fi
+# No finding also means no tools: the listing must hold every tool with both schemas.
+tools_listed="$(grep -c '"outputSchema"' "$work/inspector-tools.json" || true)"
+if [ "$tools_listed" -ne 10 ]; then
+  echo "the MCP Inspector listed $tools_listed tools with an outputSchema, expected 10" >&2
+  exit 1
+fi
+echo "10 tools, no findings"
+
+echo "== MCP conformance suite"
 env -u PARLEY_TOKEN -u PARLEY_SETTINGS \
   "$bin" --db "$work/forum.redb" serve --http 127.0.0.1:0 2>"$work/server.log" &
 server_pid=$!
