@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
 from typing import Dict, Iterator
 
 import pytest
@@ -9,6 +12,21 @@ import pytest
 import parley
 
 CLOCK = "2026-11-30T12:00:00.000Z"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def parley_bin() -> Path:
+    """The `parley` command: ``PARLEY_BIN``, else ``target/debug/parley`` built here
+    (quick when it is up to date), so the server runs the code under test."""
+    explicit = os.environ.get("PARLEY_BIN")
+    if explicit:
+        return Path(explicit)
+    subprocess.run(["cargo", "build", "--quiet", "--locked", "-p", "parley-cli"], cwd=REPO, check=True, timeout=1800)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    binary = target / "debug" / "parley"
+    assert binary.is_file(), f"cargo built no {binary}"
+    return binary
 
 
 @pytest.fixture

@@ -41,18 +41,6 @@ def clean_env() -> Dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
 
 
-@pytest.fixture(scope="session")
-def parley_bin() -> Path:
-    explicit = os.environ.get("PARLEY_BIN")
-    if explicit:
-        return Path(explicit)
-    subprocess.run(["cargo", "build", "--quiet", "--locked", "-p", "parley-cli"], cwd=REPO, check=True, timeout=1800)
-    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-    binary = target / "debug" / "parley"
-    assert binary.is_file(), f"cargo built no {binary}"
-    return binary
-
-
 class Server:
     """``parley --db DB --settings … serve --http 127.0.0.1:PORT``, restartable on the
     port it first bound, with its tokens issued by ``parley token create``."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import subprocess
+from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import anthropic.types
@@ -167,3 +169,29 @@ def test_pydantic_ai_test_model_calls_every_tool(forum: parley.Forum, tokens: Di
     result = asyncio.run(agent.run("Use every tool once."))
     assert isinstance(result.output, str)
     assert sorted(set(called)) == sorted(parley.OPERATIONS), called
+
+
+def test_pydantic_ai_test_model_calls_every_tool_over_mcp(parley_bin: Path, tmp_path: Path) -> None:
+    # The same check through pydantic-ai's MCP toolset, against `parley serve --stdio`.
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    db = tmp_path / "forum.redb"
+    made = subprocess.run(
+        [str(parley_bin), "--db", str(db), "token", "create", "alice"], capture_output=True, text=True, check=True
+    )
+    env = {"PARLEY_TOKEN": made.stdout.strip(), "RUST_LOG": "warn"}
+    transport = StdioTransport(command=str(parley_bin), args=["--db", str(db), "serve", "--stdio"], env=env)
+    # A refused call (TestModel's made-up ids) is a result the model reads, not a retry.
+    toolset = MCPToolset(Client(transport), tool_error_behavior="failed")
+    agent = Agent(TestModel(), toolsets=[toolset])
+
+    async def run() -> str:
+        async with agent:
+            result = await agent.run("Use every tool once.")
+        return result.output
+
+    output = json.loads(asyncio.run(run()))
+    assert sorted(output) == sorted(parley.OPERATIONS), output
+    assert output["whoami"]["identity"] == "ainotes:alice"
