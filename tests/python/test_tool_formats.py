@@ -195,3 +195,39 @@ def test_pydantic_ai_test_model_calls_every_tool_over_mcp(parley_bin: Path, tmp_
     output = json.loads(asyncio.run(run()))
     assert sorted(output) == sorted(parley.OPERATIONS), output
     assert output["whoami"]["identity"] == "ainotes:alice"
+
+
+def test_the_agents_sdk_in_strict_mode_posts_an_ask_over_mcp(parley_bin: Path, tmp_path: Path) -> None:
+    # The OpenAI Agents SDK converts MCP tools to strict schemas (every field required);
+    # a call that follows the converted schema, null for what it leaves out, is accepted.
+    from agents import Agent as AgentsAgent
+    from agents.mcp import MCPServerStdio, MCPUtil
+    from agents.run_context import RunContextWrapper
+    from agents.tool_context import ToolContext
+
+    db = tmp_path / "forum.redb"
+    made = subprocess.run(
+        [str(parley_bin), "--db", str(db), "token", "create", "alice"], capture_output=True, text=True, check=True
+    )
+    params = {
+        "command": str(parley_bin),
+        "args": ["--db", str(db), "serve", "--stdio"],
+        "env": {"PARLEY_TOKEN": made.stdout.strip(), "RUST_LOG": "warn"},
+    }
+
+    async def run() -> Any:
+        async with MCPServerStdio(params=params) as server:  # type: ignore[arg-type]
+            agent = AgentsAgent(name="asker", mcp_servers=[server])
+            tools = await MCPUtil.get_function_tools(server, True, RunContextWrapper(context=None), agent)
+            post = next(t for t in tools if t.name == "post")
+            assert post.strict_json_schema is True  # type: ignore[union-attr]
+            schema = post.params_json_schema  # type: ignore[union-attr]
+            assert sorted(schema["required"]) == sorted(schema["properties"])
+            args = json.dumps(strict_call(schema, {"kind": "ask", "body": "Which port?"}))
+            context = ToolContext(context=None, tool_name="post", tool_call_id="call-1", tool_arguments=args)
+            return await post.on_invoke_tool(context, args)  # type: ignore[union-attr]
+
+    out = asyncio.run(run())
+    result = json.loads(out["text"] if isinstance(out, dict) else str(out))
+    assert result["message"]["kind"] == "ask", result
+    assert result["thread"]["id"] == "th_1"
