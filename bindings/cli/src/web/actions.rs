@@ -17,7 +17,7 @@ use parley_forum::Error;
 use serde_json::Value;
 
 use super::session::{self, Viewer};
-use super::{check_csrf, read_form, read_only, refusal, refusal_page, same_origin, see_other};
+use super::{posted_form, refusal, refusal_page, see_other};
 use super::{Flash, Form};
 use crate::http::{blocking, App};
 use crate::human::{self, Act};
@@ -261,24 +261,10 @@ pub(crate) async fn act(
     id: Result<Path<String>, PathRejection>,
     request: Request,
 ) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Some(refused) = same_origin(&app, &parts) {
-        return refused;
-    }
-    let viewer = match Viewer::resolve(&parts, &app).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return to_sign_in,
-    };
-    let form = match read_form(Some(&viewer), &parts.headers, body).await {
-        Ok(form) => form,
+    let (_, viewer, form) = match posted_form(&app, request, true).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
-    if let Some(refused) = check_csrf(&viewer, &form) {
-        return refused;
-    }
-    if !viewer.can_act {
-        return read_only(&viewer);
-    }
     // A path that is no thread id (or not UTF-8) names no thread.
     let thread = id.ok().and_then(|Path(id)| thread_key(&id));
     let Some(thread) = thread else {
@@ -294,24 +280,10 @@ pub(crate) async fn act(
 
 /// `POST /threads`: a new thread opened by a question.
 pub(crate) async fn new_thread(State(app): State<App>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Some(refused) = same_origin(&app, &parts) {
-        return refused;
-    }
-    let viewer = match Viewer::resolve(&parts, &app).await {
-        Ok(viewer) => viewer,
-        Err(to_sign_in) => return to_sign_in,
-    };
-    let form = match read_form(Some(&viewer), &parts.headers, body).await {
-        Ok(form) => form,
+    let (_, viewer, form) = match posted_form(&app, request, true).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
-    if let Some(refused) = check_csrf(&viewer, &form) {
-        return refused;
-    }
-    if !viewer.can_act {
-        return read_only(&viewer);
-    }
     perform(&app, &viewer, None, &form).await
 }
 

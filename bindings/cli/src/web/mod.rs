@@ -29,7 +29,7 @@ mod sign_in;
 mod tokens;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -245,6 +245,30 @@ impl Form {
 /// Reads an `application/x-www-form-urlencoded` body of at most [`FORM_MAX_BYTES`].
 /// A textarea's line breaks arrive as CRLF; they are kept as LF, so a body counts
 /// one character per line break, as the person typed it.
+/// What a form of a signed-in page passes before its handler acts: the server's
+/// own origin, a live session, a readable form with its session's CSRF token, and,
+/// when `act` (every form but sign-out), a person's session. The request's parts
+/// come back for handlers that need its headers.
+pub(crate) async fn posted_form(
+    app: &App,
+    request: Request,
+    act: bool,
+) -> Result<(Parts, Viewer, Form), Response> {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = same_origin(app, &parts) {
+        return Err(refused);
+    }
+    let viewer = Viewer::resolve(&parts, app).await?;
+    let form = read_form(Some(&viewer), &parts.headers, body).await?;
+    if let Some(refused) = check_csrf(&viewer, &form) {
+        return Err(refused);
+    }
+    if act && !viewer.can_act {
+        return Err(read_only(&viewer));
+    }
+    Ok((parts, viewer, form))
+}
+
 pub(crate) async fn read_form(
     viewer: Option<&Viewer>,
     headers: &HeaderMap,

@@ -15,7 +15,7 @@ use maud::{html, Markup};
 use parley_forum::{Error, Reason};
 use serde_json::Value;
 
-use super::session::{self, cookie, peer, Viewer};
+use super::session::{self, cookie, peer};
 use super::{csrf, html_response, layout, read_form, refusal, same_origin, see_other};
 use super::{CSRF_COOKIE, SESSION_COOKIE};
 use crate::http::{blocking, App};
@@ -109,22 +109,11 @@ pub(crate) async fn submit(State(app): State<App>, request: Request) -> Response
 
 /// `POST /sign-out`: ends the session and goes to the sign-in page.
 pub(crate) async fn sign_out(State(app): State<App>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Some(refused) = same_origin(&app, &parts) {
-        return refused;
-    }
-    let viewer = match Viewer::resolve(&parts, &app).await {
-        Ok(viewer) => viewer,
-        // Already gone: signed out all the same.
-        Err(to_sign_in) => return to_sign_in,
-    };
-    let form = match read_form(Some(&viewer), &parts.headers, body).await {
-        Ok(form) => form,
+    // A session already gone is sent to sign-in: signed out all the same.
+    let (parts, viewer, _) = match super::posted_form(&app, request, false).await {
+        Ok(posted) => posted,
         Err(refused) => return refused,
     };
-    if let Some(refused) = super::check_csrf(&viewer, &form) {
-        return refused;
-    }
     app.web.close(viewer.session());
     let secure = app.web.is_secure(&parts.headers, peer(&parts));
     let mut resp = see_other("/sign-in");

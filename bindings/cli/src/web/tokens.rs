@@ -14,7 +14,7 @@ use parley_forum::{Error, IdentityInfo, TokenSpec};
 use serde_json::{json, Map, Value};
 
 use super::session::Viewer;
-use super::{check_csrf, html_response, layout, read_form, read_only, refusal, same_origin, Form};
+use super::{html_response, layout, posted_form, read_only, refusal};
 use crate::http::{blocking, App};
 
 const RIGHTS: [&str; 4] = ["read", "write", "lock", "verify"];
@@ -56,7 +56,7 @@ pub(crate) async fn page(State(app): State<App>, viewer: Viewer) -> Response {
 
 /// `POST /tokens`: issues an agent token.
 pub(crate) async fn create(State(app): State<App>, request: Request) -> Response {
-    let (viewer, form) = match admit(&app, request).await {
+    let (_, viewer, form) = match posted_form(&app, request, true).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -98,7 +98,7 @@ pub(crate) async fn create(State(app): State<App>, request: Request) -> Response
 
 /// `POST /tokens/revoke`: revokes a token by its secret; it stops working at once.
 pub(crate) async fn revoke(State(app): State<App>, request: Request) -> Response {
-    let (viewer, form) = match admit(&app, request).await {
+    let (_, viewer, form) = match posted_form(&app, request, true).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -126,24 +126,6 @@ pub(crate) async fn revoke(State(app): State<App>, request: Request) -> Response
         }
     };
     render(&app, &viewer, status, outcome).await
-}
-
-/// The checks every form of this page passes: same origin, a session, its CSRF
-/// token, and a human's session.
-async fn admit(app: &App, request: Request) -> Result<(Viewer, Form), Response> {
-    let (parts, body) = request.into_parts();
-    if let Some(refused) = same_origin(app, &parts) {
-        return Err(refused);
-    }
-    let viewer = Viewer::resolve(&parts, app).await?;
-    let form = read_form(Some(&viewer), &parts.headers, body).await?;
-    if let Some(refused) = check_csrf(&viewer, &form) {
-        return Err(refused);
-    }
-    if !viewer.can_act {
-        return Err(read_only(&viewer));
-    }
-    Ok((viewer, form))
 }
 
 /// The token spec in the JSON form every binding shares: an agent token with the
