@@ -390,7 +390,7 @@ impl Outlet {
 }
 
 /// An error ending a stream, as the JSON of its `event: error`.
-fn error_json(err: &Error) -> Value {
+pub(crate) fn error_json(err: &Error) -> Value {
     match err.refusal() {
         Some(refusal) => json!({ "error": refusal.to_json() }),
         None => {

@@ -223,7 +223,7 @@ async fn run(app: &App, token: &str, follow: &Follow, commits: u64) -> Option<Fo
             };
             match outcome {
                 Ok(print) => Found::Print(print),
-                Err(err) => Found::Ended(error_json(&err)),
+                Err(err) => Found::Ended(crate::http::sse::error_json(&err)),
             }
         })
         .await
@@ -235,15 +235,6 @@ fn ends(err: &Error) -> bool {
     match err.refusal() {
         Some(refusal) => refusal.status() == 401,
         None => !matches!(err, Error::UnknownOperation(_)),
-    }
-}
-
-fn error_json(err: &Error) -> Value {
-    match err.refusal() {
-        Some(refusal) => json!({ "error": refusal.to_json() }),
-        None => {
-            json!({ "error": { "reason": "internal_error", "status": 500, "message": err.to_string() } })
-        }
     }
 }
 

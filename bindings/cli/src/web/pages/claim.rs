@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{html, Markup};
 use parley_forum::{Error, Forum};
@@ -37,17 +36,7 @@ pub(super) async fn page(
 ) -> Response {
     let id = match id {
         Ok(Path(id)) => id,
-        Err(err) => {
-            let refused = Refused::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_argument",
-                format!(
-                    "the claim id in the path cannot be read: {}",
-                    err.body_text()
-                ),
-            );
-            return super::refused(&viewer, "Claim", refused);
-        }
+        Err(err) => return super::refused(&viewer, "Claim", Refused::bad_path("claim", &err)),
     };
     let live = Live::forum(&app);
     let forum = Arc::clone(&app.forum);

@@ -17,6 +17,7 @@ mod search;
 mod thread;
 mod threads;
 
+use axum::extract::rejection::PathRejection;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -58,6 +59,14 @@ impl Refused {
     }
 
     /// A query string that is not `key=value&…` text.
+    /// A path whose `{id}` could not be read (not UTF-8, say): `what` names the id.
+    fn bad_path(what: &str, err: &PathRejection) -> Refused {
+        Refused::bad_query(format!(
+            "the {what} id in the path cannot be read: {}",
+            err.body_text()
+        ))
+    }
+
     fn bad_query(message: impl Into<String>) -> Refused {
         Refused::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
     }

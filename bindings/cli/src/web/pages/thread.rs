@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{html, Markup};
 use serde_json::Value;
@@ -27,17 +26,7 @@ pub(super) async fn page(
 ) -> Response {
     let id = match id {
         Ok(Path(id)) => id,
-        Err(err) => {
-            let refused = Refused::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_argument",
-                format!(
-                    "the thread id in the path cannot be read: {}",
-                    err.body_text()
-                ),
-            );
-            return super::refused(&viewer, "Thread", refused);
-        }
+        Err(err) => return super::refused(&viewer, "Thread", Refused::bad_path("thread", &err)),
     };
     let forum = Arc::clone(&app.forum);
     let token = viewer.token().to_string();
