@@ -30,10 +30,6 @@ bash tests/browser/run.sh
 step "end-to-end tests (MCP SDK, MCP conformance suite)"
 bash tests/e2e/run.sh
 
-step "packages: the C library installed by cargo-c, the wheels installed by pip"
-bash bindings/c/tests/install.sh
-bash tests/packaging/run.sh
-
 step "benchmark smoke run"
 cargo run --release --locked -p parley-bench -- --quick
 
