@@ -2,10 +2,10 @@
 # Every test of the project: Rust (unit, integration, conformance, properties,
 # crash), C (ABI under AddressSanitizer, conformance through the ABI), Python
 # (package, conformance, stubs), the web view in headless Chromium, end to end
-# (MCP SDK, MCP conformance suite, REST),
-# and a quick benchmark smoke run. Needs only Rust, Python 3 and a C compiler;
-# it installs the rest itself (a venv under .venv, jansson, Chromium and chromedriver
-# from Debian, npm packages).
+# (MCP SDK, MCP conformance suite, REST), the packages as users install them
+# (cargo cinstall, pip), and a quick benchmark smoke run. Needs only Rust, Python 3
+# and a C compiler; it installs the rest itself (a venv under .venv, jansson, Chromium
+# and chromedriver from Debian, cargo-c from crates.io, npm packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,10 @@ bash tests/browser/run.sh
 
 step "end-to-end tests (MCP SDK, MCP conformance suite)"
 bash tests/e2e/run.sh
+
+step "packages: the C library installed by cargo-c, the wheels installed by pip"
+bash bindings/c/tests/install.sh
+bash tests/packaging/run.sh
 
 step "benchmark smoke run"
 cargo run --release --locked -p parley-bench -- --quick

@@ -9,8 +9,9 @@
 #     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
 #   - the conformance runner over every tests/conformance/*.json;
 #   - the example host examples/c/chat.c, built with the command of its README and
-#     again through pkg-config against the shared library, and the poll loop of
-#     examples/c/listen.c.
+#     again against the shared library, and the poll loop of examples/c/listen.c.
+# The installed library (cargo cinstall, SONAME, pkg-config) is checked by
+# bindings/c/tests/install.sh.
 # Prints one line per case and ends with "N passed, M failed"; exits non-zero on
 # any failure. Runs from any directory.
 #
@@ -66,10 +67,6 @@ echo "# building parley-c ($PROFILE)"
 cargo build -p parley-c "${CARGO_PROFILE[@]}" --quiet
 cargo build -p parley-c "${CARGO_PROFILE[@]}" --example fixtures --quiet
 "$LIBDIR/examples/fixtures" "$WORK/fixtures"
-
-VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n 1)"
-sed -e "s|@LIBDIR@|$LIBDIR|" -e "s|@INCLUDEDIR@|$ROOT/include|" -e "s|@VERSION@|$VERSION|" \
-    "$ROOT/bindings/c/parley.pc.in" >"$LIBDIR/parley.pc"
 
 # --- Rust tests: unit tests (panic boundary, poisoning) and header drift -------
 echo "# cargo test -p parley-c"
@@ -183,10 +180,10 @@ if build listen "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "${SAN[@]}" -I"$R
     check_listen "example listen.c (static library)" "${RUNNER[@]}" "$WORK/listen"
     check_listen "example listen.c on a forum file" "${RUNNER[@]}" "$WORK/listen" "$WORK/scratch/listen.parley"
 fi
-# The pkg-config file and the shared library.
-if build chat_shared "$CC" -std=c99 -Wall -Wextra -Werror -pedantic "$ROOT/examples/c/chat.c" \
-    $(PKG_CONFIG_PATH="$LIBDIR" pkg-config --cflags --libs parley); then
-    check_chat "example chat.c (shared library via pkg-config)" env LD_LIBRARY_PATH="$LIBDIR" "$WORK/chat_shared"
+# The shared library of the build tree.
+if build chat_shared "$CC" -std=c99 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" \
+    "$ROOT/examples/c/chat.c" -L"$LIBDIR" -lparley; then
+    check_chat "example chat.c (shared library)" env LD_LIBRARY_PATH="$LIBDIR" "$WORK/chat_shared"
 fi
 
 echo "$PASSED passed, $FAILED failed"
