@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::human::{self, Act, Call};
 use crate::reads::{print_json, Page};
-use crate::view::{author, awaiting, state};
+use crate::view::{author, awaiting, summary_line};
 use crate::CmdResult;
 
 /// `parley threads`: thread summaries by last activity, oldest first.
@@ -96,13 +96,7 @@ fn describe_threads(result: &Value) -> String {
         out.push_str("No threads.\n");
     }
     for t in items {
-        let _ = writeln!(
-            out,
-            "{}  {}  [{}]",
-            t["id"].as_str().unwrap_or("?"),
-            t["topic"].as_str().unwrap_or(""),
-            state(t)
-        );
+        summary_line(&mut out, t);
         let count = t["message_count"].as_u64().unwrap_or(0);
         let _ = writeln!(
             out,

@@ -193,6 +193,17 @@ fn tree(
     }
 }
 
+/// A thread's first line in a list: `th_3  topic  [state]`.
+pub(crate) fn summary_line(out: &mut String, t: &Value) {
+    let _ = writeln!(
+        out,
+        "{}  {}  [{}]",
+        t["id"].as_str().unwrap_or("?"),
+        t["topic"].as_str().unwrap_or(""),
+        state(t)
+    );
+}
+
 /// The inbox: each waiting thread with the message that made it due.
 pub(crate) fn inbox(result: &Value) -> String {
     let mut out = String::new();
@@ -201,15 +212,8 @@ pub(crate) fn inbox(result: &Value) -> String {
         out.push_str("Nothing is waiting for you.\n");
     }
     for item in items {
-        let t = &item["thread"];
         let m = &item["message"];
-        let _ = writeln!(
-            out,
-            "{}  {}  [{}]",
-            t["id"].as_str().unwrap_or("?"),
-            t["topic"].as_str().unwrap_or(""),
-            state(t)
-        );
+        summary_line(&mut out, &item["thread"]);
         let first = m["body"]
             .as_str()
             .unwrap_or("")
