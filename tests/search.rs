@@ -277,5 +277,5 @@ fn a_version_2_file_gains_the_index_on_open_with_progress() {
     assert!(report.is_err(), "open: the file is held");
     drop(c);
     let report = parley_forum::store::check(&path).unwrap();
-    assert_eq!(report.schema_version, 3);
+    assert_eq!(report.schema_version, 4);
 }

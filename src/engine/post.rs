@@ -22,7 +22,7 @@ use crate::protocol::envelope::{self, Checked, Idempotency};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
-    Awaiting, Change, ClaimRec, EventRec, MessageRec, Remembered, Support, ThreadRec,
+    Awaiting, Change, ClaimRec, EventRec, MessageRec, PostKey, Remembered, Support, ThreadRec,
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
@@ -332,6 +332,10 @@ impl Forum {
             evidence: env.evidence.clone(),
             supersedes: env.supersedes.clone(),
             valid_until: env.valid_until,
+            key: env.idempotency.as_ref().map(|k| PostKey {
+                key: k.key.clone(),
+                digest: k.digest,
+            }),
         };
 
         // The turn (§5).
@@ -566,8 +570,8 @@ impl Forum {
     }
 }
 
-/// Expired idempotency records a keyed post forgets, at most: the age index
-/// hands them out oldest first, so none is ever looked for by a scan.
+/// Expired idempotency records a keyed post forgets, at most: the store hands
+/// them out oldest first, so none is ever looked for by a scan.
 const FORGET_PER_POST: usize = 64;
 
 impl Forum {
@@ -579,11 +583,7 @@ impl Forum {
             return Ok(());
         }
         let forgotten = tx.forget_remembered(now - self.ttl_ms(), FORGET_PER_POST)?;
-        let next = if forgotten == FORGET_PER_POST {
-            now
-        } else {
-            now + 1000
-        };
+        let next = if forgotten.more { now } else { now + 1000 };
         self.next_purge.store(next, Relaxed);
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::tables::*;
-use super::{codec, redb_open, redb_store};
+use super::{blocks, codec, redb_open, redb_store};
 use crate::error::{Error, Result};
 
 /// What [`check`] found in a forum file.
@@ -93,7 +93,13 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
     for entry in txn.open_table(MESSAGES)?.iter()? {
         let (key, value) = entry?;
         let (thread, message) = key.value();
-        if message == THREAD_RECORD {
+        if thread == blocks::BLOCKS {
+            if let Err(e) = blocks::check(value.value()) {
+                report
+                    .unreadable
+                    .push(format!("block {message} of the message map: {e}"));
+            }
+        } else if message == THREAD_RECORD {
             report.threads += 1;
             if let Err(e) = codec::decode_thread(value.value()) {
                 report

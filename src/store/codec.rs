@@ -5,17 +5,23 @@
 //!
 //! Layout (little-endian): a format byte, then the fields in declaration order;
 //! a string is a `u32` length and its UTF-8 bytes; an optional value is a `0`/`1`
-//! byte and the value; a list is a `u32` count and its items.
+//! byte and the value; a list is a `u32` count and its items. Format 2 added a
+//! message's idempotency key (optional: the key and its digest) at its end;
+//! records of format 1, which end before it, still decode.
 
 use serde_json::{Map, Value};
 
-use super::records::{Awaiting, MessageRec, ThreadRec};
+use super::records::{Awaiting, MessageRec, PostKey, ThreadRec};
 use crate::error::{Error, Result};
 use crate::protocol::evidence::Evidence;
 use crate::protocol::state::State;
 
-/// The format byte of this layout.
-const FORMAT: u8 = 1;
+/// The format byte of a thread record.
+const THREAD_FORMAT: u8 = 1;
+/// The format byte of a message record.
+const FORMAT: u8 = 2;
+/// The message format before the idempotency key, still read.
+const FORMAT_1: u8 = 1;
 
 struct Out(Vec<u8>);
 
@@ -98,7 +104,7 @@ impl In<'_> {
 /// The stored bytes of a thread.
 pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
     let mut out = Out(Vec::with_capacity(256));
-    out.u8(FORMAT);
+    out.u8(THREAD_FORMAT);
     out.u64(t.id);
     out.u64(t.root);
     out.str(&t.topic);
@@ -129,7 +135,7 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 /// A thread back from its stored bytes.
 pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
-    if r.u8()? != FORMAT {
+    if r.u8()? != THREAD_FORMAT {
         return Err(Error::Storage(
             "a stored thread has an unknown format".into(),
         ));
@@ -198,6 +204,10 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
         out.u64(*c);
     }
     out.opt(&m.valid_until, |o, t| o.u64(*t as u64));
+    out.opt(&m.key, |o, k| {
+        o.str(&k.key);
+        o.u64(k.digest);
+    });
     out.0
 }
 
@@ -205,11 +215,7 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
 /// The body of a stored message, read in place (the word index reads nothing else).
 pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
     let mut r = In { buf: bytes, at: 0 };
-    if r.u8()? != FORMAT {
-        return Err(Error::Storage(
-            "a stored message has an unknown format".into(),
-        ));
-    }
+    message_format(&mut r)?;
     r.u64()?; // id
     r.str()?; // kind
     r.u64()?; // thread
@@ -226,11 +232,7 @@ pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let mut r = In { buf: bytes, at: 0 };
-    if r.u8()? != FORMAT {
-        return Err(Error::Storage(
-            "a stored message has an unknown format".into(),
-        ));
-    }
+    let format = message_format(&mut r)?;
     let id = r.u64()?;
     let kind = r.string()?;
     let thread = r.u64()?;
@@ -258,6 +260,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
         .collect::<Result<Vec<_>>>()?;
     let supersedes = (0..r.u32()?).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
     let valid_until = r.opt(|r| r.u64().map(|t| t as i64))?;
+    let key = if format == FORMAT_1 {
+        None
+    } else {
+        r.opt(|r| {
+            Ok(PostKey {
+                key: r.string()?,
+                digest: r.u64()?,
+            })
+        })?
+    };
     if r.at != bytes.len() {
         return Err(corrupt());
     }
@@ -280,7 +292,18 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
         evidence,
         supersedes,
         valid_until,
+        key,
     })
+}
+
+/// Reads a message's format byte: this layout's, or format 1's.
+fn message_format(r: &mut In<'_>) -> Result<u8> {
+    match r.u8()? {
+        f @ (FORMAT | FORMAT_1) => Ok(f),
+        _ => Err(Error::Storage(
+            "a stored message has an unknown format".into(),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -311,6 +334,10 @@ mod tests {
             }],
             supersedes: vec![1, 2],
             valid_until: Some(1_796_040_000_000),
+            key: Some(PostKey {
+                key: "k-1".into(),
+                digest: 0xfeed_beef,
+            }),
         }
     }
 
@@ -329,6 +356,26 @@ mod tests {
         assert_eq!(body(&encode(&m)).unwrap(), m.body);
         assert_eq!(body(&encode(&bare)).unwrap(), bare.body);
         assert!(body(&encode(&m)[..20]).is_err(), "a cut record is damage");
+    }
+
+    #[test]
+    fn format_1_records_decode_without_a_key() {
+        // Format 1 is format 2 without the key's option byte at the end.
+        let mut m = full();
+        m.key = None;
+        let mut old = encode(&m);
+        old[0] = FORMAT_1;
+        old.pop();
+        let back = decode(&old).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{m:?}"));
+        assert_eq!(body(&old).unwrap(), m.body);
+        // A format-1 record followed by a key is damage, not a key.
+        let mut longer = encode(&full());
+        longer[0] = FORMAT_1;
+        assert!(decode(&longer).is_err());
+        let mut unknown = encode(&m);
+        unknown[0] = 3;
+        assert!(decode(&unknown).is_err());
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! position, and apply the writes of one post inside one transaction. A backend
 //! commits a [`WriteTx`] whole or not at all.
 
+mod blocks;
 mod check;
 mod codec;
+mod expiry;
 mod file;
+mod map_migration;
 pub mod records;
 mod redb_open;
 mod redb_store;
@@ -25,6 +28,16 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
+
+/// What one pass of [`WriteTx::forget_remembered`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forgot {
+    /// Records forgotten.
+    pub keys: usize,
+    /// `true` when the pass stopped at its bound with expired records perhaps
+    /// left: the next keyed post should run another.
+    pub more: bool,
+}
 
 /// Whether a scan goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +124,8 @@ pub trait WriteTx: ReadTx {
     /// Remembers the post `identity` made under `key` (replacing an expired one).
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()>;
     /// Forgets up to `max` idempotency records made before `before` (ms), oldest
-    /// first; returns how many.
-    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<usize>;
+    /// first, looking at a bounded number of records.
+    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot>;
     /// Records a write of an llm identity for the rate limit, and forgets the ones
     /// before `forget_before`.
     fn record_write(

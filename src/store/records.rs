@@ -169,6 +169,19 @@ pub struct MessageRec {
     pub supersedes: Vec<u64>,
     /// An assert's expiry.
     pub valid_until: Option<i64>,
+    /// The idempotency key its post was made under, if any.
+    pub key: Option<PostKey>,
+}
+
+/// The idempotency key of a post (SPEC §14.3), kept in its message's record: the
+/// replay check reads the digest there, and the expiry of keys finds the key's
+/// index entry from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostKey {
+    /// The key as the caller sent it.
+    pub key: String,
+    /// The envelope's digest without the key (64 bits of its SHA-256).
+    pub digest: u64,
 }
 
 #[cfg(test)]
@@ -219,6 +232,7 @@ impl MessageRec {
             evidence: vec![],
             supersedes: vec![],
             valid_until: None,
+            key: None,
         }
     }
 }

@@ -176,14 +176,7 @@ pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> 
             }
             let from = super::words::merged_through(&meta)?;
             drop(meta);
-            let index = txn.open_table(INDEX)?;
-            let (lo, hi) = key::messages();
-            total = index
-                .range(lo.as_slice()..=hi.as_slice())?
-                .next_back()
-                .transpose()?
-                .map_or(0, |(k, _)| key::tail(k.value()));
-            drop(index);
+            total = super::blocks::last(&txn.open_table(MESSAGES)?)?;
             done = total.min(from.saturating_add(WORDS_PER_STEP));
             super::words::merge(&txn, from, done)?;
             finished = done >= total;

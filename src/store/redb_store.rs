@@ -17,7 +17,7 @@ use super::redb_open::{
     open_file, unpanicked, Db, ALREADY_OPEN, REOPEN_WAIT,
 };
 use super::tables::*;
-use super::{codec, Durable, Flow, ReadTx, Store, Visit, WriteTx};
+use super::{blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
 use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -148,6 +148,8 @@ impl RedbStore {
         txn.open_table(INDEX)?;
         txn.open_table(WORD_BLOCKS)?;
         txn.commit()?;
+        // The message map first: the word index's migration reads it.
+        super::map_migration::migrate(&db, progress)?;
         migrate_words(&db, progress)?;
         Ok(RedbStore {
             db: RwLock::new(Some(Arc::new(db))),
@@ -396,13 +398,7 @@ macro_rules! impl_read {
                 let last = match kind {
                     // Each thread's record is the last key of its range.
                     IdKind::Thread => self.table(MESSAGES)?.last()?.map(|(k, _)| k.value().0),
-                    IdKind::Message => {
-                        let (lo, hi) = key::messages();
-                        let table = self.table(INDEX)?;
-                        let last = table.range(lo.as_slice()..=hi.as_slice())?.next_back();
-                        let id = last.transpose()?.map(|(k, _)| key::tail(k.value()));
-                        id
-                    }
+                    IdKind::Message => Some(blocks::last(&self.table(MESSAGES)?)?),
                     IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
                     IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
                 };
@@ -438,20 +434,21 @@ macro_rules! impl_read {
             }
 
             fn message(&self, id: u64) -> Result<Option<MessageRec>> {
-                let Some(thread) = self
-                    .table(INDEX)?
-                    .get(key::message(id).as_slice())?
-                    .map(|v| v.value())
-                else {
+                let table = self.table(MESSAGES)?;
+                let Some(place) = blocks::place(&table, id)? else {
                     return Ok(None);
                 };
-                match self.table(MESSAGES)?.get((thread, id))? {
-                    Some(guard) => Ok(Some(codec::decode(guard.value())?)),
-                    None => Ok(None),
-                }
+                let found = match table.get((place.thread, id))? {
+                    Some(guard) => Some(codec::decode(guard.value())?),
+                    None => None,
+                };
+                Ok(found)
             }
 
             fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
+                if thread == blocks::BLOCKS {
+                    return Ok(Vec::new());
+                }
                 let table = self.table(MESSAGES)?;
                 // Sized once: grown by doubling, a long thread's list is copied and
                 // freed several times over, and glibc sweeps its small free chunks
@@ -542,7 +539,6 @@ macro_rules! impl_read {
             fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
                 let tables = super::words::Tables {
                     blocks: &self.table(WORD_BLOCKS)?,
-                    index: &self.table(INDEX)?,
                     messages: &self.table(MESSAGES)?,
                     merged: super::words::merged_through(&self.table(META)?)?,
                     last: self.last_id(IdKind::Message)?,
@@ -558,8 +554,6 @@ macro_rules! impl_read {
                 key: &str,
             ) -> Result<Option<(Remembered, MessageRec)>> {
                 let record = key::idempotency(identity, key);
-                // Each lookup opens the table anew: a write transaction holds one
-                // open handle per table at a time, and `message` opens it too.
                 let found = self
                     .table(INDEX)?
                     .get(record.as_slice())?
@@ -567,21 +561,19 @@ macro_rules! impl_read {
                 let Some(id) = found else {
                     return Ok(None);
                 };
-                // The post's time is its message's; its digest sits in the age index.
+                // The post's time and digest are its message's.
                 let Some(message) = self.message(id)? else {
                     return Ok(None);
                 };
-                let at = message.created_at;
-                let aged = key::remembered(at.max(0) as u64, &record);
-                let digest = self.table(INDEX)?.get(aged.as_slice())?.map(|d| d.value());
-                Ok(digest.map(|digest| {
-                    let post = Remembered {
-                        message: id,
-                        at,
-                        digest,
-                    };
-                    (post, message)
-                }))
+                let Some(digest) = message.key.as_ref().map(|k| k.digest) else {
+                    return Ok(None);
+                };
+                let post = Remembered {
+                    message: id,
+                    at: message.created_at,
+                    digest,
+                };
+                Ok(Some((post, message)))
             }
 
             fn scan_messages(
@@ -592,16 +584,10 @@ macro_rules! impl_read {
             ) -> Result<()> {
                 let from = after.saturating_add(1);
                 match thread {
-                    None => {
-                        let table = self.table(INDEX)?;
-                        let (lo, hi) = (key::message(from), key::message(u64::MAX));
-                        for entry in table.range(lo.as_slice()..=hi.as_slice())? {
-                            let (k, v) = entry?;
-                            if visit(key::tail(k.value()), v.value())? == Flow::Stop {
-                                break;
-                            }
-                        }
-                    }
+                    None => blocks::scan(&self.table(MESSAGES)?, after, |id, place| {
+                        Ok(visit(id, place.thread)? == Flow::Continue)
+                    })?,
+                    Some(blocks::BLOCKS) => {}
                     Some(thread) => {
                         let table = self.table(MESSAGES)?;
                         for entry in table.range((thread, from)..(thread, THREAD_RECORD))? {
@@ -700,7 +686,6 @@ impl WriteTx for Writer<'_> {
         // Each table is opened once: an open costs about as much as an insert.
         {
             let mut index = self.table(INDEX)?;
-            index.insert(key::message(message.id).as_slice(), message.thread)?;
             if old_turn != new_turn {
                 if let Some(k) = &old_turn {
                     index.remove(k.as_slice())?;
@@ -718,6 +703,12 @@ impl WriteTx for Writer<'_> {
             )?;
         }
         let mut messages = self.table(MESSAGES)?;
+        blocks::put(
+            &mut messages,
+            message.id,
+            message.thread,
+            message.key.is_some(),
+        )?;
         messages.insert(
             (message.thread, message.id),
             codec::encode(message).as_slice(),
@@ -758,44 +749,16 @@ impl WriteTx for Writer<'_> {
     }
 
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
-        let record = key::idempotency(identity, key);
-        let aged = key::remembered(post.at.max(0) as u64, &record);
-        let mut index = self.table(INDEX)?;
-        let old = index
-            .insert(record.as_slice(), post.message)?
-            .map(|v| v.value());
-        let Some(old) = old else {
-            // A first use of the key, the common case: one open of the table.
-            index.insert(aged.as_slice(), post.digest)?;
-            return Ok(());
-        };
-        // `message` opens the table itself, and a transaction holds one open
-        // handle per table at a time.
-        drop(index);
-        // An expired record under the same key leaves the age index with it.
-        let old_at = self.message(old)?.map(|m| m.created_at);
-        let mut index = self.table(INDEX)?;
-        if let Some(at) = old_at {
-            index.remove(key::remembered(at.max(0) as u64, &record).as_slice())?;
-        }
-        index.insert(aged.as_slice(), post.digest)?;
+        // The digest and time are in the message's record (put by `put_post`); an
+        // expired record under the same key is replaced, and its message's entry
+        // in the map of keyed posts no longer matches it (see `forget_remembered`).
+        self.table(INDEX)?
+            .insert(key::idempotency(identity, key).as_slice(), post.message)?;
         Ok(())
     }
 
-    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<usize> {
-        let (lo, hi) = key::remembered_before(before.max(0) as u64);
-        let expired: Vec<Vec<u8>> = self
-            .table(INDEX)?
-            .range(lo.as_slice()..hi.as_slice())?
-            .take(max)
-            .map(|e| e.map(|(k, _)| k.value().to_vec()))
-            .collect::<std::result::Result<_, _>>()?;
-        let mut index = self.table(INDEX)?;
-        for k in &expired {
-            index.remove(k.as_slice())?;
-            index.remove(key::split_remembered(k).1)?;
-        }
-        Ok(expired.len())
+    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
+        super::expiry::forget(&self.txn, before, max)
     }
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {

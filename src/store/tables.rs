@@ -5,11 +5,15 @@ use redb::TableDefinition;
 /// The version of the layout below. A file with a newer one is refused.
 /// Version 2 keeps thread records in [`MESSAGES`]; a version-1 file (a `threads`
 /// table) is migrated on open. Version 3 adds the word index [`WORD_BLOCKS`], built on
-/// open for a version-2 file.
-pub(super) const SCHEMA_VERSION: u64 = 3;
+/// open for a version-2 file. Version 4 moves the message → thread map from one
+/// [`INDEX`] entry per message into blocks (`super::blocks`), and a keyed post's
+/// digest from an index by age into its message's record (`super::expiry`); an
+/// older file is migrated on open (`super::redb_open::migrate_map`).
+pub(super) const SCHEMA_VERSION: u64 = 4;
 
-/// `schema_version` and `cursor_key`. Id counters are not stored: the next id of a
-/// kind is one past the last key of its table, which saves a write per post.
+/// `schema_version`, `cursor_key`, and the progress marks of the word index and of
+/// key expiry. Id counters are not stored: the next id of a kind is one past the
+/// last key of its table, which saves a write per post.
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("parley_meta");
 /// First half of the SHA-256 of the secret → token record.
 pub(super) const TOKENS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tokens");
@@ -21,6 +25,7 @@ pub(super) const THREADS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new(
 /// them, at (thread, [`THREAD_RECORD`]), the thread's own record: a post's message
 /// and its thread's new record land in one leaf of one table, and a commit updates
 /// one table root fewer.
+/// Thread 0, which no thread has, holds the message → thread map (`super::blocks`).
 pub(super) const MESSAGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("messages");
 /// The message-id slot of a thread's record in [`MESSAGES`].
 pub(super) const THREAD_RECORD: u64 = u64::MAX;
@@ -40,7 +45,7 @@ pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.
 pub(crate) mod key {
-    /// `MESSAGE ‖ message` → thread.
+    /// `MESSAGE ‖ message` → thread, up to version 3 (read by its migration).
     const MESSAGE: u8 = 1;
     /// `ACTIVITY ‖ state code ‖ latest message` → thread: the thread list, per state.
     const ACTIVITY: u8 = 2;
@@ -51,11 +56,10 @@ pub(crate) mod key {
     /// `WRITE ‖ identity ‖ 0 ‖ message` → time: recent writes, for the rate limit.
     const WRITE: u8 = 5;
     /// `REMEMBERED ‖ time ‖ KEY record` → the envelope's digest: idempotency keys by
-    /// age, so the expired ones are found without a scan.
+    /// age, up to version 3 (read by its migration).
     const REMEMBERED: u8 = 6;
-    /// `KEY ‖ identity ‖ 0 ‖ idempotency key` → the message its post made. Both live
-    /// in this table, which every post writes anyway: a keyed post touches no
-    /// other table.
+    /// `KEY ‖ identity ‖ 0 ‖ idempotency key` → the message its post made. It lives
+    /// in this table, which every post writes anyway.
     const KEY: u8 = 7;
 
     fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {
@@ -103,23 +107,24 @@ pub(crate) mod key {
         k
     }
 
-    /// Its place in the age index: `REMEMBERED ‖ at ‖ identity ‖ 0 ‖ key`.
-    pub(in crate::store) fn remembered(at: u64, record: &[u8]) -> Vec<u8> {
-        let mut k = with_u64(vec![REMEMBERED], at);
-        k.extend_from_slice(record);
-        k
+    /// The identity and key of an idempotency record's key.
+    pub(in crate::store) fn split_idempotency(record: &[u8]) -> Option<(&str, &str)> {
+        let rest = record.strip_prefix(&[KEY])?;
+        let nul = rest.iter().position(|&b| b == 0)?;
+        let identity = std::str::from_utf8(&rest[..nul]).ok()?;
+        let key = std::str::from_utf8(&rest[nul + 1..]).ok()?;
+        Some((identity, key))
     }
 
-    /// The age index from its start to `at` (exclusive).
-    pub(in crate::store) fn remembered_before(at: u64) -> (Vec<u8>, Vec<u8>) {
-        (vec![REMEMBERED], with_u64(vec![REMEMBERED], at))
+    /// The whole age index of version 3.
+    pub(in crate::store) fn all_remembered() -> (Vec<u8>, Vec<u8>) {
+        (vec![REMEMBERED], vec![REMEMBERED + 1])
     }
 
     /// The time and record key of an age-index key.
-    pub(in crate::store) fn split_remembered(k: &[u8]) -> (u64, &[u8]) {
-        let mut n = [0u8; 8];
-        n.copy_from_slice(&k[1..9]);
-        (u64::from_be_bytes(n), &k[9..])
+    pub(in crate::store) fn split_remembered(k: &[u8]) -> Option<(u64, &[u8])> {
+        let n: [u8; 8] = k.get(1..9)?.try_into().ok()?;
+        Some((u64::from_be_bytes(n), &k[9..]))
     }
 
     /// The number a key ends with.

@@ -17,8 +17,9 @@ use std::collections::HashMap;
 
 use redb::ReadableTable;
 
+use super::blocks;
 use super::codec;
-use super::tables::{key, INDEX, MESSAGES, META, WORD_BLOCKS};
+use super::tables::{MESSAGES, META, WORD_BLOCKS};
 use crate::error::{Error, Result};
 use crate::protocol::words;
 
@@ -86,7 +87,6 @@ pub(super) fn merged_through(meta: &impl ReadableTable<&'static str, u64>) -> Re
 /// Visits the tail's messages `(message, thread, body)` with ids in `(after, upto]`,
 /// in id order; each body is read in place.
 fn tail(
-    index: &impl ReadableTable<&'static [u8], u64>,
     messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
     after: u64,
     upto: u64,
@@ -95,15 +95,15 @@ fn tail(
     if upto <= after {
         return Ok(());
     }
-    let (lo, hi) = (key::message(after + 1), key::message(upto));
-    for entry in index.range(lo.as_slice()..=hi.as_slice())? {
-        let (k, thread) = entry?;
-        let (id, thread) = (key::tail(k.value()), thread.value());
-        if let Some(rec) = messages.get((thread, id))? {
-            visit(id, thread, codec::body(rec.value())?);
+    blocks::scan(messages, after, |id, place| {
+        if id > upto {
+            return Ok(false);
         }
-    }
-    Ok(())
+        if let Some(rec) = messages.get((place.thread, id))? {
+            visit(id, place.thread, codec::body(rec.value())?);
+        }
+        Ok(true)
+    })
 }
 
 /// After message `message` was stored: merges the tail once it is long enough.
@@ -123,10 +123,9 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
     // without sorting every body's words.
     let mut by_word: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
     {
-        let index = txn.open_table(INDEX)?;
         let messages = txn.open_table(MESSAGES)?;
         let mut lower = String::new();
-        tail(&index, &messages, after, upto, |id, thread, body| {
+        tail(&messages, after, upto, |id, thread, body| {
             words::for_each_word(body, &mut lower, |w| match by_word.get_mut(w) {
                 Some(pairs) => {
                     if pairs.last().map(|p| p.0) != Some(id) {
@@ -183,9 +182,8 @@ struct Postings<'w> {
 }
 
 /// The tables a search reads.
-pub(super) struct Tables<'t, B, I, M> {
+pub(super) struct Tables<'t, B, M> {
     pub(super) blocks: &'t B,
-    pub(super) index: &'t I,
     pub(super) messages: &'t M,
     /// The end of the merged part, and the last message.
     pub(super) merged: u64,
@@ -194,15 +192,14 @@ pub(super) struct Tables<'t, B, I, M> {
 
 /// Messages holding every one of `words` (distinct), newest first, below
 /// `before`: `visit` gets `(message, thread)` and says whether to go on.
-pub(super) fn search<B, I, M>(
-    t: &Tables<'_, B, I, M>,
+pub(super) fn search<B, M>(
+    t: &Tables<'_, B, M>,
     query: &[String],
     before: u64,
     visit: &mut dyn FnMut(u64, u64) -> Result<bool>,
 ) -> Result<()>
 where
     B: ReadableTable<(&'static str, u64), &'static [u8]>,
-    I: ReadableTable<&'static [u8], u64>,
     M: ReadableTable<(u64, u64), &'static [u8]>,
 {
     if query.is_empty() || before == 0 {
@@ -215,7 +212,7 @@ where
             tail: Vec::new(),
         })
         .collect();
-    tail(t.index, t.messages, t.merged, t.last, |id, thread, body| {
+    tail(t.messages, t.merged, t.last, |id, thread, body| {
         // Most tail messages miss some word: a substring test rules them out
         // before the body is split.
         let lower = body.to_lowercase();

@@ -1,6 +1,7 @@
 //! Unit tests of the redb store.
 
 use super::*;
+use crate::store::records::PostKey;
 
 /// An event record of thread 1, numbered `id`.
 fn event(id: u64) -> EventRec {
@@ -308,13 +309,17 @@ fn a_version_1_file_is_migrated_on_open() {
 }
 
 #[test]
-fn a_key_used_again_leaves_one_age_entry() {
+fn a_key_used_again_is_forgotten_once_with_its_newest_post() {
     let store = RedbStore::in_memory().unwrap();
     let mut w = store.write().unwrap();
     let mut thread = None;
     for (id, at) in [(1, 1_000), (2, 5_000)] {
         let mut message = MessageRec::bare(id, 1, None);
         message.created_at = at;
+        message.key = Some(PostKey {
+            key: "k".into(),
+            digest: id * 10,
+        });
         let mut rec = ThreadRec::bare(1, 1);
         rec.last_message = id;
         let rec = Arc::new(rec);
@@ -334,8 +339,100 @@ fn a_key_used_again_leaves_one_age_entry() {
     let mut w = store.write().unwrap();
     assert_eq!(
         w.forget_remembered(i64::MAX, 10).unwrap(),
-        1,
-        "the first use's age entry left with it"
+        Forgot {
+            keys: 1,
+            more: false
+        },
+        "the key names the second post only: the first one has no entry left to forget"
     );
     assert!(w.remembered("a", "k").unwrap().is_none());
+}
+
+/// Three keyed posts at 1, 2 and 3 s and one without a key between them.
+fn keyed_posts(store: &RedbStore) {
+    let mut w = store.write().unwrap();
+    let mut thread = None;
+    for (id, at, key) in [
+        (1, 1_000, Some("a")),
+        (2, 1_500, None),
+        (3, 2_000, Some("b")),
+        (4, 3_000, Some("c")),
+    ] {
+        let mut message = MessageRec::bare(id, 1, None);
+        message.created_at = at;
+        message.key = key.map(|k| PostKey {
+            key: k.into(),
+            digest: id,
+        });
+        let mut rec = ThreadRec::bare(1, 1);
+        rec.last_message = id;
+        let rec = Arc::new(rec);
+        w.put_post(&message, &rec, thread.as_ref()).unwrap();
+        thread = Some(rec.spot());
+        if let Some(k) = key {
+            let post = Remembered {
+                message: id,
+                at,
+                digest: id,
+            };
+            w.remember("a", k, &post).unwrap();
+        }
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn expiry_forgets_the_expired_keys_oldest_first_and_stops_at_the_first_live_one() {
+    let store = RedbStore::in_memory().unwrap();
+    keyed_posts(&store);
+    let mut w = store.write().unwrap();
+    // Before 2.5 s: the keys of messages 1 and 3, not 4's.
+    assert_eq!(
+        w.forget_remembered(2_500, 10).unwrap(),
+        Forgot {
+            keys: 2,
+            more: false
+        }
+    );
+    assert!(w.remembered("a", "a").unwrap().is_none());
+    assert!(w.remembered("a", "b").unwrap().is_none());
+    assert!(w.remembered("a", "c").unwrap().is_some());
+    w.commit().unwrap();
+    // The mark moved: a later pass starts after message 3 and finds nothing yet.
+    let mut w = store.write().unwrap();
+    assert_eq!(
+        w.forget_remembered(2_500, 10).unwrap(),
+        Forgot {
+            keys: 0,
+            more: false
+        }
+    );
+    assert_eq!(w.forget_remembered(i64::MAX, 10).unwrap().keys, 1);
+    assert!(w.remembered("a", "c").unwrap().is_none());
+}
+
+#[test]
+fn an_expiry_pass_is_bounded_and_says_when_more_may_be_left() {
+    let store = RedbStore::in_memory().unwrap();
+    keyed_posts(&store);
+    let mut w = store.write().unwrap();
+    // At most one key a pass: the first pass stops after message 1's.
+    assert_eq!(
+        w.forget_remembered(i64::MAX, 1).unwrap(),
+        Forgot {
+            keys: 1,
+            more: true
+        }
+    );
+    assert!(w.remembered("a", "a").unwrap().is_none());
+    assert!(w.remembered("a", "b").unwrap().is_some());
+    assert_eq!(w.forget_remembered(i64::MAX, 1).unwrap().keys, 1);
+    assert_eq!(w.forget_remembered(i64::MAX, 1).unwrap().keys, 1);
+    assert_eq!(
+        w.forget_remembered(i64::MAX, 1).unwrap(),
+        Forgot {
+            keys: 0,
+            more: false
+        }
+    );
 }

@@ -1,0 +1,156 @@
+//! Which thread each message is in, by message id: the map a post must extend and
+//! a read by id must consult, kept in blocks of [`PER_BLOCK`] ids.
+//!
+//! A block is one value of `MESSAGES` at `(BLOCKS, id / PER_BLOCK)`: a `u64`
+//! (little-endian) per id of its range, up to the last one stored, holding the
+//! thread's id with [`KEYED`] set when the post was made under an idempotency key
+//! (the expiry of keys walks only those), or 0 for an id that no message holds.
+//! Thread ids start at 1, so thread 0 is free for the blocks.
+//!
+//! One entry per message in a small-entry index made a post rebuild one more
+//! leaf of about two hundred entries, with its branch pages; extending a block
+//! rewrites one value in a leaf of a few, in the table the post writes anyway.
+
+use redb::ReadableTable;
+
+use crate::error::{Error, Result};
+
+/// The thread slot of [`MESSAGES`] that holds the blocks.
+pub(super) const BLOCKS: u64 = 0;
+/// Ids a block covers.
+const PER_BLOCK: u64 = 64;
+/// Set on the entry of a message posted under an idempotency key.
+const KEYED: u64 = 1 << 63;
+
+/// A message's place: its thread, and whether its post was keyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Place {
+    pub thread: u64,
+    pub keyed: bool,
+}
+
+fn damaged() -> Error {
+    Error::Storage("a block of the message map is unreadable".into())
+}
+
+fn entry(block: &[u8], slot: usize) -> Result<Option<Place>> {
+    let Some(bytes) = block.get(slot * 8..slot * 8 + 8) else {
+        return Ok(None);
+    };
+    let raw = u64::from_le_bytes(bytes.try_into().map_err(|_| damaged())?);
+    Ok((raw != 0).then_some(Place {
+        thread: raw & !KEYED,
+        keyed: raw & KEYED != 0,
+    }))
+}
+
+/// Refuses a block of the wrong size.
+pub(super) fn check(block: &[u8]) -> Result<()> {
+    if !block.len().is_multiple_of(8) || block.len() as u64 > PER_BLOCK * 8 {
+        return Err(damaged());
+    }
+    Ok(())
+}
+
+/// Where message `id` is, if stored.
+pub(super) fn place(
+    messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    id: u64,
+) -> Result<Option<Place>> {
+    match messages.get((BLOCKS, id / PER_BLOCK))? {
+        Some(block) => {
+            check(block.value())?;
+            entry(block.value(), (id % PER_BLOCK) as usize)
+        }
+        None => Ok(None),
+    }
+}
+
+/// Adds message `id` of `thread` to the map.
+pub(super) fn put(
+    messages: &mut redb::Table<'_, (u64, u64), &'static [u8]>,
+    id: u64,
+    thread: u64,
+    keyed: bool,
+) -> Result<()> {
+    if thread == 0 || thread & KEYED != 0 {
+        return Err(Error::Storage(format!(
+            "thread id {thread} cannot be mapped"
+        )));
+    }
+    let key = (BLOCKS, id / PER_BLOCK);
+    let slot = (id % PER_BLOCK) as usize;
+    let mut block = match messages.get(key)? {
+        Some(old) => old.value().to_vec(),
+        None => Vec::with_capacity(PER_BLOCK as usize * 8),
+    };
+    check(&block)?;
+    if block.len() < slot * 8 + 8 {
+        block.resize(slot * 8 + 8, 0);
+    }
+    let raw = thread | if keyed { KEYED } else { 0 };
+    block[slot * 8..slot * 8 + 8].copy_from_slice(&raw.to_le_bytes());
+    messages.insert(key, block.as_slice())?;
+    Ok(())
+}
+
+/// Changes whether message `id` was keyed (a migration sets it).
+pub(super) fn set_keyed(
+    messages: &mut redb::Table<'_, (u64, u64), &'static [u8]>,
+    id: u64,
+) -> Result<bool> {
+    let found = place(messages, id)?;
+    match found {
+        Some(p) => {
+            put(messages, id, p.thread, true)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The highest message id stored, or 0.
+pub(super) fn last(messages: &impl ReadableTable<(u64, u64), &'static [u8]>) -> Result<u64> {
+    let last = messages
+        .range((BLOCKS, 0)..=(BLOCKS, u64::MAX))?
+        .next_back()
+        .transpose()?;
+    let Some((k, block)) = last else {
+        return Ok(0);
+    };
+    let block = block.value();
+    check(block)?;
+    // Entries are written up to the last message, which is never 0.
+    let slots = (block.len() / 8) as u64;
+    Ok(k.value().1 * PER_BLOCK + slots.saturating_sub(1))
+}
+
+/// Visits the messages with ids greater than `after`, in id order, as `(id,
+/// place)`, while `visit` returns `true`.
+pub(super) fn scan(
+    messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
+    after: u64,
+    mut visit: impl FnMut(u64, Place) -> Result<bool>,
+) -> Result<()> {
+    let Some(from) = after.checked_add(1) else {
+        return Ok(());
+    };
+    for item in messages.range((BLOCKS, from / PER_BLOCK)..=(BLOCKS, u64::MAX))? {
+        let (k, block) = item?;
+        let block = block.value();
+        check(block)?;
+        let first = k.value().1 * PER_BLOCK;
+        for slot in 0..block.len() / 8 {
+            let id = first + slot as u64;
+            if id < from {
+                continue;
+            }
+            if let Some(p) = entry(block, slot)? {
+                if !visit(id, p)? {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! A forum file written by schema version 3 (`tests/fixtures/forum-v3.redb`, made
+//! by the release before version 4 through the Python module: alice asks with key
+//! `q1` (msg_1, th_1), bob answers with `r1` (msg_2), bob asks without a key
+//! (msg_3, th_2), alice notes with `n2` (msg_4) and asserts with `c1` (msg_5,
+//! cl_1)) opens as version 4: its message map and its keys' digests are moved, and
+//! every read, replay, conflict and expiry works on the old posts as on new ones.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use parley_forum::{Config, Forum, Reason};
+use redb::ReadableDatabase;
+use serde_json::{json, Value};
+
+const INDEX: redb::TableDefinition<&[u8], u64> = redb::TableDefinition::new("index");
+const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("parley_meta");
+
+fn fixture() -> (tempfile::TempDir, PathBuf, Value) {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    std::fs::copy(here.join("forum-v3.redb"), &path).unwrap();
+    let tokens = std::fs::read_to_string(here.join("forum-v3.tokens.json")).unwrap();
+    (dir, path, serde_json::from_str(&tokens).unwrap())
+}
+
+/// The forum with a clock that the test moves, set just after the fixture's
+/// last post, so that its keys are still within their limit.
+fn open(path: &Path, now: &Arc<AtomicI64>) -> Forum {
+    let mut config = Config::from_json(&json!({
+        "limits": { "writes_per_minute": 0, "idempotency_ttl_s": 3600 }
+    }))
+    .unwrap();
+    let clock = Arc::clone(now);
+    config.clock = Arc::new(move || clock.load(Ordering::SeqCst));
+    Forum::open(path, config).unwrap()
+}
+
+/// Entries of the index under one tag.
+fn tagged(path: &Path, tag: u8) -> usize {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let index = txn.open_table(INDEX).unwrap();
+    let (lo, hi) = ([tag], [tag + 1]);
+    let n = index.range(&lo[..]..&hi[..]).unwrap().count();
+    drop(index);
+    n
+}
+
+fn meta(path: &Path, key: &str) -> Option<u64> {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let v = txn
+        .open_table(META)
+        .unwrap()
+        .get(key)
+        .unwrap()
+        .map(|v| v.value());
+    v
+}
+
+fn ids(items: &Value) -> Vec<String> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_version_3_file_opens_as_version_4_and_keeps_every_post_and_key() {
+    let (_dir, path, tokens) = fixture();
+    assert_eq!(meta(&path, "schema_version"), Some(3));
+    assert_eq!(tagged(&path, 1), 5, "version 3: one map entry per message");
+    assert_eq!(tagged(&path, 6), 4, "version 3: the age index of four keys");
+    let (alice, bob) = (
+        tokens["alice"].as_str().unwrap(),
+        tokens["bob"].as_str().unwrap(),
+    );
+
+    let now = Arc::new(AtomicI64::new(0));
+    {
+        // The clock's start: read the last post's time through a first open.
+        let forum = open(&path, &now);
+        let feed = forum
+            .call(Some(alice), "get_messages", &json!({ "limit": 10 }))
+            .unwrap();
+        let last = &feed["items"][4];
+        let at = parley_forum::time::parse(last["created_at"].as_str().unwrap()).unwrap();
+        now.store(at + 1000, Ordering::SeqCst);
+        assert_eq!(
+            ids(&feed["items"]),
+            ["msg_1", "msg_2", "msg_3", "msg_4", "msg_5"]
+        );
+    }
+    let report = parley_forum::store::check(&path).unwrap();
+    assert_eq!(report.schema_version, 4);
+    assert_eq!((report.messages, report.threads), (5, 2));
+    assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
+    assert_eq!(tagged(&path, 1), 0, "the old map entries are gone");
+    assert_eq!(tagged(&path, 6), 0, "the old age index is gone");
+    assert_eq!(tagged(&path, 7), 4, "the four keys stay");
+    assert_eq!(
+        meta(&path, "keys_expired_through"),
+        Some(0),
+        "the expiry starts before the oldest keyed post"
+    );
+
+    let forum = open(&path, &now);
+    // Reads by id and by thread, and search, find the old messages.
+    let thread = forum
+        .call(Some(bob), "get_thread", &json!({ "thread": "th_1" }))
+        .unwrap();
+    assert_eq!(
+        ids(&thread["messages"]),
+        ["msg_1"],
+        "one root; its replies nest under it"
+    );
+    assert_eq!(thread["messages"][0]["replies"][0]["id"], "msg_2");
+    let found = forum
+        .call(Some(bob), "search", &json!({ "q": "cache port" }))
+        .unwrap();
+    let hits: Vec<_> = found["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["message"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(hits, ["msg_5", "msg_1"]);
+    let claim = forum
+        .call(Some(bob), "get_claim", &json!({ "claim": "cl_1" }))
+        .unwrap();
+    assert_eq!(claim["message"], "msg_5");
+
+    // A retry of an old keyed post replays it; another envelope under its key is
+    // refused; a new post is numbered after the old ones.
+    let replay = forum
+        .call(
+            Some(alice),
+            "post",
+            // As the Python session sent it: with `parley`.
+            &json!({ "parley": "1", "kind": "ask",
+                     "body": "Why does the cache port fail after upgrade?",
+                     "idempotency_key": "q1" }),
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            replay["message"]["id"].as_str(),
+            replay["replayed"].as_bool()
+        ),
+        (Some("msg_1"), Some(true))
+    );
+    let conflict = forum
+        .call(
+            Some(bob),
+            "post",
+            &json!({ "kind": "answer", "thread": "th_1", "body": "Another answer.",
+                     "idempotency_key": "r1" }),
+        )
+        .unwrap_err();
+    assert_eq!(
+        conflict.refusal().map(|r| r.reason),
+        Some(Reason::IdempotencyConflict)
+    );
+    let new = forum
+        .call(
+            Some(bob),
+            "post",
+            &json!({ "kind": "note", "thread": "th_1", "parent": "msg_1",
+                     "body": "Still failing here.", "idempotency_key": "new-1" }),
+        )
+        .unwrap();
+    assert_eq!(new["message"]["id"], "msg_6");
+
+    // Past the limit the old keys are free again, and the next keyed post's pass
+    // forgets their entries.
+    now.fetch_add(3_600_000 + 5_000, Ordering::SeqCst);
+    let again = forum
+        .call(
+            Some(alice),
+            "post",
+            &json!({ "kind": "ask", "body": "A new question under an old key.",
+                     "idempotency_key": "q1" }),
+        )
+        .unwrap();
+    assert!(again.get("replayed").is_none(), "a new post, not a replay");
+    assert_eq!(again["message"]["id"], "msg_7");
+    drop(forum);
+    // Left: the new `q1` (msg_7) only; `new-1` expired with the others.
+    assert_eq!(tagged(&path, 7), 1);
+    assert_eq!(meta(&path, "keys_expired_through"), Some(6));
+}
