@@ -42,9 +42,8 @@ pub(crate) enum Gather {
     /// For about as many posts as the last batch held: callers post one at a time.
     Adaptive,
     /// No: the caller brings a bunch it gathered itself. While its leader waited,
-    /// the server's next requests queued outside the group; with no wait, figure 9
-    /// (HTTP, 16 clients, 8 interleaved runs) rose from a median of 10,540 to
-    /// 11,140 posts/s.
+    /// the server's next requests queued outside the group (measured in
+    /// `docs/performance.md`, "Choices of the group commit").
     No,
 }
 
@@ -113,8 +112,8 @@ impl<J, O> Default for Group<J, O> {
 /// Where callers sleep until their outcomes arrive or they are asked to lead: one
 /// lock and one condition variable for the whole group, so a leader wakes every
 /// caller of its batch with one call. With a slot each (a lock and a condition
-/// variable per caller), a leader woke its callers one by one; 8 writers then
-/// posted about 9 % less and spent about 15 % more CPU time.
+/// variable per caller), a leader woke its callers one by one, which cost
+/// throughput and CPU time (`docs/performance.md`, "Choices of the group commit").
 struct Bell {
     lock: Mutex<()>,
     ring: Condvar,
@@ -263,8 +262,8 @@ impl<J, O> Group<J, O> {
         let (target, window) = match gather {
             Gather::Adaptive if shared.last_batch > 1 => (
                 shared.last_batch.min(MAX_BATCH),
-                // As long as the last batch took, by when its writers can be back.
-                // With half as long, 8 writers posted about 8 % less (figure 2).
+                // As long as the last batch took, by when its writers can be back
+                // (half as long measured worse: `docs/performance.md`).
                 shared.last_cost.min(self.max_gather),
             ),
             _ => (1, Duration::ZERO),
@@ -379,8 +378,7 @@ impl<J, O> Group<J, O> {
                     // More posts are due: let a caller queued on this core run up
                     // to its post. The ring wakes most callers onto the ringing
                     // core, often this one; without the yield they waited for the
-                    // whole batch while the other core idled (8 writers: about
-                    // 9 % fewer posts/s).
+                    // whole batch while the other core idled (`docs/performance.md`).
                     std::thread::yield_now();
                 }
                 match applied {

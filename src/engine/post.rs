@@ -23,6 +23,7 @@ use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
     Awaiting, Change, ClaimRec, EventRec, MessageRec, PostKey, Remembered, Support, ThreadRec,
+    ThreadSpot,
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
@@ -282,12 +283,12 @@ impl Forum {
     ) -> Result<Applied> {
         let act = env.act;
         let msg_id = tx.next_id(IdKind::Message)?;
-        let lock_label =
-            (!caller.human && caller.confirmer()).then(|| format!("KI · {}", caller.label));
+        // The label of a lock-right holder's token; views show it as `KI · <label>`.
+        let lock_label = (!caller.human && caller.confirmer()).then(|| caller.label.clone());
         let mut before = None;
         let mut thread = match place.thread {
             Some(t) => {
-                before = Some(t.spot());
+                before = Some(placed(&t));
                 t
             }
             None => {
@@ -487,7 +488,7 @@ impl Forum {
         thread.last_message = msg_id;
         // Shared with the store, which keeps it for the next post to this thread.
         let thread = Arc::new(thread);
-        tx.put_post(&message, &thread, before.as_ref())?;
+        tx.put_post(&message, &thread, before.as_ref(), &placed(&thread))?;
         tx.index_words(message.id)?;
         if !caller.human && self.config.limits.writes_per_minute > 0 {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
@@ -508,6 +509,7 @@ impl Forum {
                 identity: caller.identity.clone(),
                 extension: env.extension.clone(),
                 label: lock_label.clone(),
+                shown_label: None,
                 confirmed,
                 at: now,
             };
@@ -568,6 +570,16 @@ impl Forum {
     fn ttl_ms(&self) -> i64 {
         (self.config.limits.idempotency_ttl_s as i64).saturating_mul(1000)
     }
+}
+
+/// Where a thread sits in the turn and activity indexes: a locked thread (closed
+/// and confirmed) waits for nobody's inbox, whoever its record says is due.
+fn placed(thread: &ThreadRec) -> ThreadSpot {
+    let mut spot = thread.spot();
+    if thread.locked() {
+        spot.awaiting = None;
+    }
+    spot
 }
 
 /// Expired idempotency records a keyed post forgets, at most: the store hands

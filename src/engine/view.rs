@@ -142,7 +142,7 @@ pub(crate) fn thread(t: &ThreadRec) -> Value {
         ("message_count", Value::from(t.message_count)),
         ("state", Value::from(t.state.as_str())),
         ("state_confirmed_at", opt_time(t.state_confirmed_at)),
-        ("state_label", opt_string(&t.state_label)),
+        ("state_label", json!(lock_label(&t.state_label))),
         (
             "state_origin",
             Value::from(if t.state_by_user { "user" } else { "llm" }),
@@ -190,7 +190,10 @@ pub(crate) fn event(e: &EventRec) -> Value {
     );
     out.insert("identity".into(), json!(e.identity));
     out.insert("extension".into(), json!(e.extension));
-    out.insert("label".into(), json!(e.label));
+    out.insert(
+        "label".into(),
+        json!(lock_label(&e.label).or_else(|| e.shown_label.clone())),
+    );
     out.insert("confirmed".into(), json!(e.confirmed));
     out.insert("at".into(), json!(time::format(e.at)));
     Value::Object(out)
@@ -227,4 +230,51 @@ pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, String)], now: i64) 
         "expired": c.valid_until.is_some_and(|t| now > t),
         "created_at": time::format(c.created_at),
     })
+}
+
+/// How a change made through the lock right is labelled (SPEC §4): `KI · ` and the
+/// label of the holder's token. Records keep the label alone.
+pub(crate) fn lock_label(label: &Option<String>) -> Option<String> {
+    label.as_ref().map(|l| format!("KI · {l}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_labels_are_rendered_from_the_stored_label_and_old_events_keep_theirs() {
+        let new = EventRec {
+            id: 1,
+            thread: 1,
+            message: 1,
+            change: crate::store::records::Change::State {
+                from: crate::protocol::state::State::Open,
+                to: crate::protocol::state::State::Closed,
+                confirmation: false,
+            },
+            by_user: false,
+            identity: "r:mod".into(),
+            extension: None,
+            label: Some("Mod".into()),
+            shown_label: None,
+            confirmed: true,
+            at: 0,
+        };
+        assert_eq!(serde_json::to_value(&new).unwrap()["lock_by"], "Mod");
+        assert_eq!(event(&new)["label"], "KI · Mod");
+        // An event written before `lock_by` stored the label as shown.
+        let mut old = serde_json::to_value(&new).unwrap();
+        let map = old.as_object_mut().unwrap();
+        map.remove("lock_by");
+        map.insert("label".into(), json!("KI · Old"));
+        let old: EventRec = serde_json::from_value(old).unwrap();
+        assert_eq!(event(&old)["label"], "KI · Old");
+        assert!(
+            serde_json::to_value(&old).unwrap().get("label").is_none(),
+            "never written again"
+        );
+        let none = EventRec { label: None, ..new };
+        assert_eq!(event(&none)["label"], Value::Null);
+    }
 }

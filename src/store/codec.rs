@@ -16,8 +16,12 @@ use crate::error::{Error, Result};
 use crate::protocol::evidence::Evidence;
 use crate::protocol::state::State;
 
-/// The format byte of a thread record.
-const THREAD_FORMAT: u8 = 1;
+/// The format byte of a thread record: 2 keeps the lock holder's label alone.
+const THREAD_FORMAT: u8 = 2;
+/// The thread format whose label was stored as shown (`KI · <label>`), still read.
+const THREAD_FORMAT_1: u8 = 1;
+/// What format 1 put before the label.
+const SHOWN: &str = "KI · ";
 /// The format byte of a message record.
 const FORMAT: u8 = 2;
 /// The message format before the idempotency key, still read.
@@ -135,7 +139,8 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 /// A thread back from its stored bytes.
 pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
-    if r.u8()? != THREAD_FORMAT {
+    let format = r.u8()?;
+    if format != THREAD_FORMAT && format != THREAD_FORMAT_1 {
         return Err(Error::Storage(
             "a stored thread has an unknown format".into(),
         ));
@@ -149,7 +154,10 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
         state: State::from_code(r.u8()?).ok_or_else(corrupt)?,
         state_by_user: r.u8()? == 1,
         state_confirmed_at: r.opt(|r| r.u64().map(|t| t as i64))?,
-        state_label: r.opt(In::string)?,
+        state_label: r.opt(In::string)?.map(|l| match l.strip_prefix(SHOWN) {
+            Some(label) if format == THREAD_FORMAT_1 => label.to_string(),
+            _ => l,
+        }),
         awaiting: r.opt(|r| {
             Ok(Awaiting {
                 identity: r.string()?,
@@ -389,7 +397,7 @@ mod tests {
             state: State::Decided,
             state_by_user: true,
             state_confirmed_at: Some(5),
-            state_label: Some("KI · Mod".into()),
+            state_label: Some("Mod".into()),
             awaiting: Some(Awaiting {
                 identity: "*".into(),
                 extension: None,
@@ -412,6 +420,28 @@ mod tests {
             format!("{:?}", decode_thread(&bytes).unwrap()),
             format!("{t:?}")
         );
+        // Format 1 stored the label as shown; it reads back as the label alone,
+        // and a label of format 2 that looks shown is kept as it is.
+        let shown = ThreadRec {
+            state_label: Some("KI · Mod".into()),
+            ..t.clone()
+        };
+        let mut old = encode_thread(&shown);
+        old[0] = THREAD_FORMAT_1;
+        assert_eq!(
+            decode_thread(&old).unwrap().state_label.as_deref(),
+            Some("Mod")
+        );
+        assert_eq!(
+            decode_thread(&encode_thread(&shown))
+                .unwrap()
+                .state_label
+                .as_deref(),
+            Some("KI · Mod")
+        );
+        let mut unknown = bytes.clone();
+        unknown[0] = 3;
+        assert!(decode_thread(&unknown).is_err());
         for cut in 0..bytes.len() {
             assert!(decode_thread(&bytes[..cut]).is_err());
         }

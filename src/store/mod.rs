@@ -105,15 +105,17 @@ pub trait WriteTx: ReadTx {
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()>;
     /// Stores an identity record.
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()>;
-    /// Stores a new message and its thread's new record; `before` is where the
-    /// thread's previous record sat, so the turn and activity indexes can drop it.
-    /// The record is shared so a backend may keep it for the next post to the
-    /// thread without copying it.
+    /// Stores a new message and its thread's new record. `before` is where the
+    /// engine had placed the thread in the turn and activity indexes (absent for a
+    /// new thread), `after` where it places it now: the store moves its entries
+    /// and knows no rule of its own. The record is shared so a backend may keep it
+    /// for the next post to the thread without copying it.
     fn put_post(
         &mut self,
         message: &MessageRec,
         thread: &Arc<ThreadRec>,
         before: Option<&ThreadSpot>,
+        after: &ThreadSpot,
     ) -> Result<()>;
     /// Stores a claim.
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;

@@ -82,7 +82,8 @@ pub struct ThreadRec {
     pub state_by_user: bool,
     /// When the state was confirmed; `None` while a proposal.
     pub state_confirmed_at: Option<i64>,
-    /// `KI · <label>` when set through the lock right.
+    /// The token label of the lock-right holder who set or confirmed the state,
+    /// shown as `KI · <label>` (see `engine::view::lock_label`).
     pub state_label: Option<String>,
     /// Who is due.
     pub awaiting: Option<Awaiting>,
@@ -327,8 +328,14 @@ pub struct EventRec {
     pub identity: String,
     /// Their extension.
     pub extension: Option<String>,
-    /// `KI · <label>` when made through the lock right.
+    /// The token label of the lock-right holder who made it, shown as
+    /// `KI · <label>`; `lock_by` in the record. Records written before it hold
+    /// the label as shown, under `label`.
+    #[serde(rename = "lock_by", default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The label as shown, in records written before `lock_by`.
+    #[serde(rename = "label", default, skip_serializing)]
+    pub shown_label: Option<String>,
     /// Whether the resulting state is confirmed.
     pub confirmed: bool,
     /// When.

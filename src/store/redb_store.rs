@@ -674,15 +674,11 @@ impl WriteTx for Writer<'_> {
         message: &MessageRec,
         thread: &Arc<ThreadRec>,
         before: Option<&ThreadSpot>,
+        after: &ThreadSpot,
     ) -> Result<()> {
         let turn = |a: &Option<Awaiting>| a.as_ref().map(|a| key::turn(&a.identity, a.message));
         let old_turn = before.and_then(|b| turn(&b.awaiting));
-        // A locked thread waits for nobody's inbox.
-        let new_turn = if thread.locked() {
-            None
-        } else {
-            turn(&thread.awaiting)
-        };
+        let new_turn = turn(&after.awaiting);
         // Each table is opened once: an open costs about as much as an insert.
         {
             let mut index = self.table(INDEX)?;
@@ -698,7 +694,7 @@ impl WriteTx for Writer<'_> {
                 index.remove(key::activity(b.state.code(), b.last_message).as_slice())?;
             }
             index.insert(
-                key::activity(thread.state.code(), thread.last_message).as_slice(),
+                key::activity(after.state.code(), after.last_message).as_slice(),
                 thread.id,
             )?;
         }

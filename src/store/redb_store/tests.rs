@@ -18,6 +18,7 @@ fn event(id: u64) -> EventRec {
         identity: "r:a".into(),
         extension: None,
         label: None,
+        shown_label: None,
         confirmed: false,
         at: 0,
     }
@@ -76,8 +77,13 @@ fn post_to_thread_1(
     thread.message_count = count;
     thread.last_message = id;
     let thread = Arc::new(thread);
-    w.put_post(&MessageRec::bare(id, 1, None), &thread, before)
-        .unwrap();
+    w.put_post(
+        &MessageRec::bare(id, 1, None),
+        &thread,
+        before,
+        &thread.spot(),
+    )
+    .unwrap();
     thread
 }
 
@@ -323,7 +329,8 @@ fn a_key_used_again_is_forgotten_once_with_its_newest_post() {
         let mut rec = ThreadRec::bare(1, 1);
         rec.last_message = id;
         let rec = Arc::new(rec);
-        w.put_post(&message, &rec, thread.as_ref()).unwrap();
+        w.put_post(&message, &rec, thread.as_ref(), &rec.spot())
+            .unwrap();
         thread = Some(rec.spot());
         let post = Remembered {
             message: id,
@@ -367,7 +374,8 @@ fn keyed_posts(store: &RedbStore) {
         let mut rec = ThreadRec::bare(1, 1);
         rec.last_message = id;
         let rec = Arc::new(rec);
-        w.put_post(&message, &rec, thread.as_ref()).unwrap();
+        w.put_post(&message, &rec, thread.as_ref(), &rec.spot())
+            .unwrap();
         thread = Some(rec.spot());
         if let Some(k) = key {
             let post = Remembered {

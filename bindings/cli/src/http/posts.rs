@@ -17,10 +17,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// Engine threads: one. A second applied the next bunch while the first waited for
-/// the disk, but its bunches were smaller and each paid a log write of its own, and
-/// the disk serves one at a time. Figure 9 of the bench (16 clients, 8 interleaved
-/// runs): one thread 11,840 posts/s (median ratio 0.55x), two 10,950 (0.52x);
-/// three measured no better than two, eight or sixteen worse.
+/// the disk, but its bunches were smaller and each paid a commit of its own, and
+/// the disk serves one at a time (measured in `docs/performance.md`, "Choices of
+/// the group commit").
 const THREADS: usize = 1;
 
 struct Request {
