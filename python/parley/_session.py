@@ -8,17 +8,16 @@ the shapes of :mod:`parley.types` (a ``cast``: nothing is converted); refusals r
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequence, Union, cast, overload
 
 from . import _args, _retry, _tools
+from ._acts import Acts, Evidence, Time
 from ._args import Id
 from ._feed import Feed
 from .types import (
     ClaimView,
     Event,
     EventsPage,
-    EvidenceItem,
     FeedKind,
     InboxItem,
     InboxPage,
@@ -57,11 +56,9 @@ class ForumLike(Protocol):
     def _commit_fd(self) -> int: ...
 
 
-Time = Union[str, datetime.datetime]
-Evidence = Sequence[EvidenceItem]
 
 
-class Session:
+class Session(Acts[PostResult]):
     """Speaks for the holder of ``token``; posts carry ``extension`` as ``from.extension``.
 
     Create one with :meth:`parley.Forum.session`. ``provenance`` (``{"model", "client"}``)
@@ -231,257 +228,6 @@ class Session:
         return env
 
     # The nine acts (SPEC §4) ----------------------------------------------------------
-
-    def ask(
-        self,
-        body: str,
-        *,
-        to: Optional[str] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Asks a question; without ``thread`` and ``parent`` it opens a new thread."""
-        return self.post(
-            "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def answer(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Answers; marks the thread ``answered`` (a proposal unless a confirmer answers)."""
-        return self.post(
-            "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def note(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Adds information; expects no reply and leaves the turn as it was."""
-        return self.post(
-            "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def propose(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Proposes a decision to the thread's creator, whose turn it becomes."""
-        return self.post(
-            "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def object(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Disputes the parent message; its author is due to respond."""
-        return self.post(
-            "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def handoff(
-        self,
-        body: str,
-        *,
-        to: str,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Passes the turn on to the identity ``to`` ("not me — you")."""
-        _args.check("to", to, str, "an identity (str)")
-        return self.post(
-            "handoff",
-            body,
-            to=to,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    def decide(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Records the thread's decision (needs authority over the thread)."""
-        return self.post(
-            "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    def mark(
-        self,
-        body: str,
-        *,
-        state: State,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Sets the thread's ``state`` (needs authority; confirmed for confirmers)."""
-        _args.check("state", state, str, "a str")
-        return self.post(
-            "mark",
-            body,
-            state=state,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    def reopen(
-        self,
-        body: str,
-        *,
-        to: Optional[str] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Opens a closed or side-state thread again."""
-        return self.post(
-            "reopen",
-            body,
-            to=to,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    # The dialectic profile (SPEC §10) -------------------------------------------------
-
-    def claim(
-        self,
-        body: str,
-        *,
-        evidence: Optional[Evidence] = None,
-        supersedes: Optional[Sequence[Id]] = None,
-        valid_until: Optional[Time] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """States a claim (the ``assert`` act); the result carries ``claim``."""
-        return self.post(
-            "assert",
-            body,
-            evidence=evidence,
-            supersedes=supersedes,
-            valid_until=valid_until,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    def attest(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Evidence,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Supports ``claim`` with at least one evidence item."""
-        _args.check_id("claim", claim)
-        _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
-        return self.post(
-            "attest",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    def refute(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Evidence,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Refutes ``claim`` with counter-evidence, creating a counter-claim."""
-        _args.check_id("claim", claim)
-        _args.check("evidence", evidence, (list, tuple), "a list of evidence mappings")
-        return self.post(
-            "refute",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    def verify(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Optional[Evidence] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """Seals ``claim`` (needs the ``verify`` right)."""
-        _args.check_id("claim", claim)
-        return self.post(
-            "verify",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
 
     # Reads (SPEC §8) -------------------------------------------------------------------
 

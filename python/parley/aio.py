@@ -32,9 +32,10 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
-from typing import Any, AsyncIterator, Dict, List, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast, overload
+from typing import Any, AsyncIterator, Awaitable, Dict, List, Literal, Mapping, Optional, Sequence, TypeVar, Union, cast, overload
 
 from . import _args, _feed, _remote, _retry, _tools
+from ._acts import Acts, Evidence, Time
 from ._args import Id
 from ._errors import Refusal
 from ._forum import Forum
@@ -44,7 +45,6 @@ from .types import (
     ClaimView,
     Event,
     EventsPage,
-    EvidenceItem,
     FeedKind,
     IdentityInfo,
     InboxItem,
@@ -66,8 +66,6 @@ from ._waits import waiting_read as _waiting_read
 
 __all__ = ["AsyncFeed", "AsyncForum", "AsyncSession", "connect", "open"]
 
-Time = Union[str, datetime.datetime]
-Evidence = Sequence[EvidenceItem]
 # The item an AsyncFeed hands over: an inbox item, a message or an event.
 T = TypeVar("T")
 
@@ -263,8 +261,9 @@ class AsyncForum:
         return AsyncSession(session)
 
 
-class AsyncSession:
-    """A :class:`parley.Session` whose methods are coroutines."""
+class AsyncSession(Acts[Awaitable[PostResult]]):
+    """A :class:`parley.Session` whose methods are coroutines (the act methods return
+    awaitables of the result)."""
 
     def __init__(self, session: Session) -> None:
         if not isinstance(session, Session):
@@ -329,235 +328,7 @@ class AsyncSession:
         )
         return cast(PostResult, _retry.posted(await _call(self._session, "post", env)))
 
-    async def ask(
-        self,
-        body: str,
-        *,
-        to: Optional[str] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "ask", body, to=to, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def answer(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "answer", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def note(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "note", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def propose(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "propose", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def object(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "object", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def handoff(
-        self,
-        body: str,
-        *,
-        to: str,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "handoff",
-            body,
-            to=to,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def decide(
-        self,
-        body: str,
-        *,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
-        )
-
-    async def mark(
-        self,
-        body: str,
-        *,
-        state: State,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "mark",
-            body,
-            state=state,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def reopen(
-        self,
-        body: str,
-        *,
-        to: Optional[str] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "reopen",
-            body,
-            to=to,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def claim(
-        self,
-        body: str,
-        *,
-        evidence: Optional[Evidence] = None,
-        supersedes: Optional[Sequence[Id]] = None,
-        valid_until: Optional[Time] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        """States a claim (the ``assert`` act)."""
-        return await self.post(
-            "assert",
-            body,
-            evidence=evidence,
-            supersedes=supersedes,
-            valid_until=valid_until,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def attest(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Evidence,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "attest",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def refute(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Evidence,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "refute",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
-
-    async def verify(
-        self,
-        body: str,
-        *,
-        claim: Id,
-        evidence: Optional[Evidence] = None,
-        thread: Optional[Id] = None,
-        parent: Optional[Id] = None,
-        provenance: Optional[Mapping[str, str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> PostResult:
-        return await self.post(
-            "verify",
-            body,
-            claim=claim,
-            evidence=evidence,
-            thread=thread,
-            parent=parent,
-            provenance=provenance,
-            idempotency_key=idempotency_key,
-        )
+    # Reads (SPEC §8) -------------------------------------------------------------------
 
     async def thread(self, thread: Id) -> ThreadView:
         _args.check_id("thread", thread)

@@ -4,17 +4,21 @@
 use serde_json::{json, Map, Value};
 
 /// The text is not JSON.
-pub(crate) const PARSE_ERROR: i64 = -32700;
+pub const PARSE_ERROR: i64 = -32700;
 /// The JSON is not a valid request object (or is a batch, which MCP removed).
-pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_REQUEST: i64 = -32600;
 /// The method does not exist.
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The params are malformed, or name an unknown tool.
-pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub const INVALID_PARAMS: i64 = -32602;
 /// The server failed (storage), not the request.
-pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub const INTERNAL_ERROR: i64 = -32603;
 /// The request's protocol version is not one this server speaks (MCP 2026-07-28).
-pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// The HTTP headers of a request disagree with its body (MCP 2026-07-28).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// The request needs a client capability it did not declare (MCP 2026-07-28).
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,6 +181,24 @@ fn envelope(id: &Value, key: &str, body: Value) -> String {
     response.insert("id".into(), id.clone());
     response.insert(key.into(), body);
     Value::Object(response).to_string()
+}
+
+/// An error response as JSON: `code` one of [`super::codes`], `data` when given.
+/// The transports answer what the handler cannot see (an unreadable body, say)
+/// with it, so every error response has one form.
+pub fn error_response(
+    id: Value,
+    code: i64,
+    message: impl Into<String>,
+    data: Option<Value>,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("code".into(), json!(code));
+    body.insert("message".into(), Value::from(message.into()));
+    if let Some(data) = data {
+        body.insert("data".into(), data);
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": Value::Object(body) })
 }
 
 /// An error response.

@@ -56,6 +56,17 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
+pub use jsonrpc::error_response;
+
+/// The JSON-RPC error codes of the MCP handler and of the server's transports,
+/// defined once: HTTP and stdio answer with these numbers, and map them to HTTP
+/// statuses by them.
+pub mod codes {
+    pub use super::jsonrpc::{
+        HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+        MISSING_CLIENT_CAPABILITY, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
+    };
+}
 
 use crate::error::{Error, Reason, Refusal};
 use crate::{Forum, OPERATIONS};

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,31 @@ def test_concurrent_coroutines_all_land() -> None:
             return len(listing["items"])
 
     assert asyncio.run(scenario()) == 50
+
+
+ACTS = ["ask", "answer", "note", "propose", "object", "handoff", "decide", "mark", "reopen", "claim", "attest", "refute", "verify"]
+
+
+def test_both_sessions_take_the_act_methods_from_one_definition() -> None:
+    from parley._acts import Acts
+
+    for name in ACTS:
+        assert getattr(parley.Session, name) is getattr(Acts, name), name
+        assert getattr(parley.aio.AsyncSession, name) is getattr(Acts, name), name
+    # Each session gives `post`: a function, and a coroutine function.
+    assert not inspect.iscoroutinefunction(parley.Session.post)
+    assert inspect.iscoroutinefunction(parley.aio.AsyncSession.post)
+
+
+def test_an_async_act_returns_an_awaitable_and_refuses_a_wrong_type_when_called(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with await parley.aio.open(tmp_path / "acts.redb", clock=CLOCK) as forum:
+            alice = forum.session(await forum.create_token("alice"))
+            pending = alice.ask("Awaited later?")
+            assert inspect.isawaitable(pending)
+            asked = await pending
+            assert asked["message"]["kind"] == "ask"
+            with pytest.raises(TypeError, match="to"):
+                alice.handoff("To whom?", to=5, thread=asked["thread"]["id"])  # type: ignore[arg-type]
+
+    asyncio.run(scenario())

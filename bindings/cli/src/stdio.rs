@@ -14,6 +14,8 @@ use parley_forum::Forum;
 use crate::control::{Channel, Direct};
 use crate::http::mcp::too_large_response;
 use crate::{CmdResult, Failure};
+use parley_forum::mcp::codes::{INTERNAL_ERROR, PARSE_ERROR};
+use parley_forum::mcp::error_response;
 
 pub(crate) fn serve(forum: Forum, db: &Path, token: Option<&str>) -> CmdResult {
     let forum = Arc::new(forum);
@@ -108,16 +110,20 @@ fn internal_error(request: &str) -> String {
         .ok()
         .and_then(|v| v.get("id").cloned())
         .unwrap_or(serde_json::Value::Null);
-    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "Internal error" } })
-        .to_string()
+    error_response(id, INTERNAL_ERROR, "Internal error", None).to_string()
 }
 
 /// The JSON-RPC parse error (-32700, id null) for a line that is not UTF-8: text
 /// that is not UTF-8 is not JSON (RFC 8259 §8.1), and decoding it lossily would
 /// store U+FFFD in place of the bytes sent. The same answer as over HTTP.
 fn not_utf8_response(at: usize) -> String {
-    serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("Parse error: the line is not valid UTF-8 (invalid byte at offset {at})") } })
-        .to_string()
+    error_response(
+        serde_json::Value::Null,
+        PARSE_ERROR,
+        format!("Parse error: the line is not valid UTF-8 (invalid byte at offset {at})"),
+        None,
+    )
+    .to_string()
 }
 
 /// The reply on a single line: a newline inside would break the framing.

@@ -15,9 +15,11 @@ use axum::response::{IntoResponse, Response};
 use parley_forum::{Reason, Refusal};
 use serde_json::{json, Value};
 
-use super::mcp_headers::{self, Route, INVALID_REQUEST, PARSE_ERROR};
+use super::mcp_headers::{self, Route};
 use super::waits::{self, Plan, Waited, Waits};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
+use parley_forum::mcp::codes::{INVALID_REQUEST, PARSE_ERROR};
+use parley_forum::mcp::error_response;
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     // A token that is absent goes on to the engine, which answers the operations that
@@ -39,7 +41,12 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
             return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal_error(&refusal))
         }
         Err(BodyError::Broken(why)) => {
-            let error = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": INVALID_REQUEST, "message": format!("unreadable request body: {why}") } });
+            let error = error_response(
+                Value::Null,
+                INVALID_REQUEST,
+                format!("unreadable request body: {why}"),
+                None,
+            );
             return json_response(StatusCode::BAD_REQUEST, &error);
         }
     };
@@ -49,7 +56,12 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         Ok(text) => text,
         Err(err) => {
             let at = err.utf8_error().valid_up_to();
-            let error = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": PARSE_ERROR, "message": format!("Parse error: the request body is not valid UTF-8 (invalid byte at offset {at})") } });
+            let error = error_response(
+                Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: the request body is not valid UTF-8 (invalid byte at offset {at})"),
+                None,
+            );
             return json_response(StatusCode::BAD_REQUEST, &error);
         }
     };
@@ -151,7 +163,12 @@ fn too_many_waits(first: &str, waits: &Waits) -> String {
 
 /// 405 for GET (this server opens no SSE stream) and DELETE (it keeps no sessions).
 pub(crate) async fn method_not_allowed() -> Response {
-    let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": INVALID_REQUEST, "message": "method not allowed: this stateless server answers POST only" } });
+    let body = error_response(
+        Value::Null,
+        INVALID_REQUEST,
+        "method not allowed: this stateless server answers POST only",
+        None,
+    );
     let mut resp = json_response(StatusCode::METHOD_NOT_ALLOWED, &body);
     resp.headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("POST"));
@@ -161,11 +178,12 @@ pub(crate) async fn method_not_allowed() -> Response {
 /// A JSON-RPC error carrying a refusal in `data`, for refusals met before the message
 /// could be read (its id unknown, hence `null`).
 fn refusal_error(refusal: &Refusal) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": INVALID_REQUEST, "message": refusal.to_string(), "data": refusal.to_json() }
-    })
+    error_response(
+        Value::Null,
+        INVALID_REQUEST,
+        refusal.to_string(),
+        Some(refusal.to_json()),
+    )
 }
 
 /// The answer to a message over `max` bytes, shared with the stdio transport.

@@ -10,15 +10,12 @@
 //! codes to the HTTP statuses that revision assigns.
 
 use axum::http::{HeaderMap, StatusCode};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const HEADER_MISMATCH: i64 = -32020;
-const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-const UNSUPPORTED_VERSION: i64 = -32022;
+use parley_forum::mcp::codes::{
+    HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_VERSION,
+};
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
@@ -56,7 +53,12 @@ pub(crate) fn reject(headers: &HeaderMap, body: &Value) -> Option<Value> {
         return None;
     };
     let error = |code: i64, message: String| {
-        Some(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }))
+        Some(parley_forum::mcp::error_response(
+            id.clone(),
+            code,
+            message,
+            None,
+        ))
     };
     for name in [PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER] {
         if headers.get_all(name).iter().count() > 1 {
@@ -199,6 +201,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+    use serde_json::json;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

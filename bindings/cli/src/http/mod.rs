@@ -343,7 +343,12 @@ async fn refuse_early(
         let refusal = json!({ "reason": reason, "status": status.as_u16(), "message": message });
         json_response(
             status,
-            &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": mcp_headers::INVALID_REQUEST, "message": message, "data": refusal } }),
+            &parley_forum::mcp::error_response(
+                Value::Null,
+                parley_forum::mcp::codes::INVALID_REQUEST,
+                message,
+                Some(refusal),
+            ),
         )
     } else {
         error_response(status, reason, message)
