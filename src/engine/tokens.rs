@@ -12,38 +12,8 @@ use crate::protocol::ids;
 use crate::store::records::{IdentityRec, TokenRec};
 use crate::store::ReadTx;
 
-/// A right an llm token may hold. A human token holds all four.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Right {
-    /// Read threads, inbox, events, claims.
-    Read,
-    /// Post.
-    Write,
-    /// Moderate: authority over every thread, confirmed marks.
-    Lock,
-    /// Seal claims (dialectic).
-    Verify,
-}
-
-impl Right {
-    /// All rights, in canonical order.
-    pub const ALL: [Right; 4] = [Right::Read, Right::Write, Right::Lock, Right::Verify];
-
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Right::Read => "read",
-            Right::Write => "write",
-            Right::Lock => "lock",
-            Right::Verify => "verify",
-        }
-    }
-
-    /// The right with this wire name.
-    pub fn from_name(name: &str) -> Option<Right> {
-        Right::ALL.into_iter().find(|r| r.as_str() == name)
-    }
-}
+pub use crate::protocol::rights::Right;
+use crate::protocol::rights::Rights;
 
 /// Who a token speaks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,19 +195,11 @@ impl Forum {
             return Err(Error::InvalidArgument("a label is 1-64 characters".into()));
         }
         let (identity, rights) = match spec.kind {
-            TokenKind::Llm => {
-                let mut rights: Vec<String> = Vec::new();
-                for right in Right::ALL {
-                    if spec.rights.contains(&right) {
-                        rights.push(right.as_str().into());
-                    }
-                }
-                (format!("{}:{}", self.config.realm, spec.handle), rights)
-            }
-            TokenKind::Human => (
-                format!("human:{}", spec.handle),
-                Right::ALL.iter().map(|r| r.as_str().to_string()).collect(),
+            TokenKind::Llm => (
+                format!("{}:{}", self.config.realm, spec.handle),
+                Rights::of(&spec.rights),
             ),
+            TokenKind::Human => (format!("human:{}", spec.handle), Rights::ALL),
         };
         let mut secret_bytes = [0u8; 24];
         getrandom::fill(&mut secret_bytes)
@@ -327,13 +289,13 @@ impl Forum {
 pub(crate) struct Caller {
     pub(crate) identity: String,
     pub(crate) human: bool,
-    pub(crate) rights: Vec<String>,
+    pub(crate) rights: Rights,
     pub(crate) label: String,
 }
 
 impl Caller {
     pub(crate) fn has(&self, right: Right) -> bool {
-        self.human || self.rights.iter().any(|r| r == right.as_str())
+        self.human || self.rights.has(right)
     }
 
     /// Humans and lock holders confirm states (§7.1).

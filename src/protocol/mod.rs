@@ -5,5 +5,6 @@ pub mod acts;
 pub mod envelope;
 pub mod evidence;
 pub mod ids;
+pub mod rights;
 pub mod state;
 pub mod words;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::protocol::evidence::Evidence;
+use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
 
 /// A post remembered under its idempotency key (SPEC §14.3): which message it
@@ -28,7 +29,7 @@ pub struct TokenRec {
     /// `true` for a human token.
     pub human: bool,
     /// Rights of an llm token (a human holds all).
-    pub rights: Vec<String>,
+    pub rights: Rights,
     /// Shown as `KI · <label>`.
     pub label: String,
     /// Revoked tokens stay, so that revocation is final.
