@@ -1,9 +1,13 @@
 //! Claim status of the dialectic profile (SPEC §10): derived, stored, and
 //! recomputed up the chain of refutations whenever something it depends on changes.
 
-use crate::error::Result;
-use crate::store::records::{Change, ClaimRec};
-use crate::store::WriteTx;
+use serde_json::Value;
+
+use crate::error::{Error, Reason, Refusal, Result};
+use crate::protocol::acts::Act;
+use crate::protocol::ids::IdKind;
+use crate::store::records::{Change, ClaimRec, MessageRec, Support};
+use crate::store::{ReadTx, WriteTx};
 
 /// The statuses, in manifest order.
 pub(crate) const CLAIM_STATES: [&str; 5] = [
@@ -71,6 +75,102 @@ pub(crate) fn store_and_propagate(
         }
     }
     Ok(changes)
+}
+
+/// A new claim of `message` (an assert, or a refute's counter-claim), unverified.
+fn new_claim(tx: &mut dyn WriteTx, message: &MessageRec, refutes: Option<u64>) -> Result<ClaimRec> {
+    Ok(ClaimRec {
+        id: tx.next_id(IdKind::Claim)?,
+        message: message.id,
+        thread: message.thread,
+        identity: message.identity.clone(),
+        extension: message.extension.clone(),
+        text: message.body.clone(),
+        status: "unverified".into(),
+        evidence: message.evidence.clone(),
+        attestations: Vec::new(),
+        verifications: Vec::new(),
+        refutations: Vec::new(),
+        refutes,
+        supersedes: message.supersedes.clone(),
+        superseded_by: None,
+        valid_until: message.valid_until,
+        created_at: message.created_at,
+    })
+}
+
+/// Applies the dialectic act of `message` (§10): an assert creates a claim and
+/// supersedes `superseded`; attest and verify support `claim`; a refute creates a
+/// counter-claim against it. Sets the message's claim fields, adds each status
+/// change to `changes`, and returns the claim the post's result shows.
+pub(crate) fn apply(
+    tx: &mut dyn WriteTx,
+    act: Act,
+    message: &mut MessageRec,
+    claim: Option<ClaimRec>,
+    superseded: Vec<ClaimRec>,
+    now: i64,
+    changes: &mut Vec<(u64, Change)>,
+) -> Result<Option<u64>> {
+    match act {
+        Act::Assert => {
+            let claim = new_claim(tx, message, None)?;
+            message.claim = Some(claim.id);
+            tx.put_claim(&claim)?;
+            for mut old in superseded {
+                old.superseded_by = Some(claim.id);
+                changes.extend(store_and_propagate(tx, old)?);
+            }
+            Ok(Some(claim.id))
+        }
+        Act::Attest | Act::Verify => {
+            let mut target = claim.expect("resolved for attest and verify");
+            message.claim = Some(target.id);
+            let support = Support {
+                message: message.id,
+                identity: message.identity.clone(),
+                evidence: message.evidence.clone(),
+                at: now,
+            };
+            if act == Act::Attest {
+                target.attestations.push(support);
+            } else {
+                target.verifications.push(support);
+            }
+            // Not created, but the caller wants to see the status it moved.
+            let shown = target.id;
+            changes.extend(store_and_propagate(tx, target)?);
+            Ok(Some(shown))
+        }
+        Act::Refute => {
+            let mut target = claim.expect("resolved for refute");
+            let counter = new_claim(tx, message, Some(target.id))?;
+            tx.put_claim(&counter)?;
+            message.claim = Some(target.id);
+            message.counter_claim = Some(counter.id);
+            target.refutations.push(counter.id);
+            changes.extend(store_and_propagate(tx, target)?);
+            Ok(Some(counter.id))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The view of claim `id` with its refutations' statuses (SPEC §10).
+pub(crate) fn view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
+    let claim = tx.claim(id)?.ok_or_else(|| {
+        Error::from(Refusal::new(
+            Reason::ClaimNotFound,
+            format!("{} does not exist", IdKind::Claim.key(id)),
+        ))
+    })?;
+    let mut refutations = Vec::with_capacity(claim.refutations.len());
+    for counter in &claim.refutations {
+        if let Some(c) = tx.claim(*counter)? {
+            refutations.push((c.id, c.message, c.status));
+        }
+    }
+    Ok(super::view::claim(&claim, &refutations, now))
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ pub(crate) mod listen;
 mod place;
 mod post;
 mod read;
-mod rules;
 pub(crate) mod tokens;
 pub(crate) mod view;
 

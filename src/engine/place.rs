@@ -2,59 +2,11 @@
 //! §12.1), resolved inside the post's transaction.
 
 use crate::error::{Reason, Refusal, Result};
+use crate::protocol::acts::Act;
+use crate::protocol::decide::{Parent, Place};
 use crate::protocol::envelope::Checked;
 use crate::protocol::ids::IdKind;
-use crate::store::records::{ClaimRec, MessageRec, ThreadRec};
 use crate::store::WriteTx;
-
-/// What a post needs of its parent. For a post that names only its thread, the
-/// parent is the root, known from the thread record without reading it back.
-#[derive(Debug, Clone)]
-pub(super) struct Parent {
-    pub(super) id: u64,
-    pub(super) thread: u64,
-    pub(super) kind: String,
-    pub(super) identity: String,
-    pub(super) extension: Option<String>,
-    pub(super) depth: u32,
-    pub(super) parent: Option<u64>,
-}
-
-impl From<MessageRec> for Parent {
-    fn from(m: MessageRec) -> Self {
-        Parent {
-            id: m.id,
-            thread: m.thread,
-            kind: m.kind,
-            identity: m.identity,
-            extension: m.extension,
-            depth: m.depth,
-            parent: m.parent,
-        }
-    }
-}
-
-impl Parent {
-    fn root_of(t: &ThreadRec) -> Self {
-        Parent {
-            id: t.root,
-            thread: t.id,
-            kind: t.root_kind.clone(),
-            identity: t.creator.clone(),
-            extension: t.creator_extension.clone(),
-            depth: 0,
-            parent: None,
-        }
-    }
-}
-
-/// Where the message goes, once its references are resolved.
-pub(super) struct Place {
-    pub(super) thread: Option<ThreadRec>,
-    pub(super) parent: Option<Parent>,
-    pub(super) claim: Option<ClaimRec>,
-    pub(super) superseded: Vec<ClaimRec>,
-}
 
 /// The record an id names, or the refusal saying it does not exist.
 fn found<T>(record: Option<T>, reason: Reason, kind: IdKind, id: u64) -> Result<T> {
@@ -137,19 +89,28 @@ pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
     if let (None, Some(t)) = (&parent, &thread) {
         parent = Some(Parent::root_of(t));
     }
+    // What the rules need beyond the references: who rules each superseded claim's
+    // thread, and whose turn an answer gives.
+    let mut superseded_creators = Vec::with_capacity(superseded.len());
+    for claim in &superseded {
+        superseded_creators.push(tx.thread(claim.thread)?.map(|t| t.creator));
+    }
+    let asker = match env.act {
+        Act::Answer => Some(nearest_ask(tx, parent.as_ref())?),
+        _ => None,
+    };
     Ok(Place {
         thread,
         parent,
         claim,
         superseded,
+        superseded_creators,
+        asker,
     })
 }
 
 /// The author of the nearest `ask` at or above `from`, else of the root.
-pub(super) fn nearest_ask(
-    tx: &dyn WriteTx,
-    from: Option<&Parent>,
-) -> Result<(String, Option<String>)> {
+fn nearest_ask(tx: &dyn WriteTx, from: Option<&Parent>) -> Result<(String, Option<String>)> {
     let mut current = from.cloned();
     let mut root = None;
     while let Some(m) = current {

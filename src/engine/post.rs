@@ -8,22 +8,18 @@ use serde_json::{Map, Value};
 
 use super::claims;
 use super::group::{Batch, Gather};
-use super::place::{nearest_ask, resolve, Place};
-use super::rules::{
-    check_authority, check_dialectic, check_limits, check_loop_guards, check_supersede_authority,
-    transition,
-};
+use super::place::resolve;
 use super::tokens::{presented, Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
-use crate::protocol::acts::{Act, Needs};
+use crate::protocol::acts::Needs;
+use crate::protocol::decide::{self, Parent, Place};
 use crate::protocol::envelope::{self, Checked, Idempotency};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
-    Awaiting, Change, ClaimRec, EventRec, MessageRec, PostKey, Remembered, Support, ThreadRec,
-    ThreadSpot,
+    Change, EventRec, MessageRec, PostKey, Remembered, ThreadRec, ThreadSpot,
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
@@ -80,11 +76,6 @@ pub(crate) struct PostJob {
 /// The refusal of a post whose envelope is neither an object nor absent.
 pub(super) fn not_an_envelope() -> Error {
     Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object").into()
-}
-
-/// A refusal with no extra fields, as an error.
-pub(super) fn refuse<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
-    Err(Refusal::new(reason, message).into())
 }
 
 fn topic(body: &str) -> String {
@@ -215,29 +206,7 @@ impl Forum {
         }
         self.check_rate(tx, caller, now)?;
         let place = resolve(tx, &env)?;
-        let thread = place.thread.as_ref();
-
-        if let Some(t) = thread {
-            if t.locked() && act != Act::Reopen {
-                return refuse(
-                    Reason::ThreadClosed,
-                    format!(
-                        "{} is closed and confirmed; reopen it first",
-                        IdKind::Thread.key(t.id)
-                    ),
-                );
-            }
-            check_authority(caller, act, t)?;
-        }
-        check_supersede_authority(tx, caller, &place)?;
-        check_loop_guards(caller, &env, &place)?;
-        let effect = match thread {
-            Some(t) => transition(caller, &env, t)?,
-            None => Effect::None,
-        };
-        check_dialectic(caller, &env, &place)?;
-        check_limits(&self.config.limits, &place)?;
-
+        let effect = decide::check(&caller.actor(), &env, &place, &self.config.limits)?;
         let applied = self.write_post(tx, caller, env, place, effect, now)?;
         if let Some(key) = key {
             let post = Remembered {
@@ -277,7 +246,7 @@ impl Forum {
         tx: &mut dyn WriteTx,
         caller: &Caller,
         env: Checked,
-        place: Place,
+        mut place: Place,
         effect: Effect,
         now: i64,
     ) -> Result<Applied> {
@@ -286,203 +255,43 @@ impl Forum {
         // The label of a lock-right holder's token; views show it as `KI · <label>`.
         let lock_label = (!caller.human && caller.confirmer()).then(|| caller.label.clone());
         let mut before = None;
-        let mut thread = match place.thread {
+        let mut thread = match place.thread.take() {
             Some(t) => {
                 before = Some(placed(&t));
                 t
             }
             None => {
                 let id = tx.next_id(IdKind::Thread)?;
-                ThreadRec {
-                    id,
-                    root: msg_id,
-                    topic: topic(&env.body),
-                    creator: caller.identity.clone(),
-                    creator_extension: env.extension.clone(),
-                    state: State::Open,
-                    state_by_user: caller.human,
-                    state_confirmed_at: Some(now),
-                    state_label: None,
-                    awaiting: None,
-                    message_count: 0,
-                    created_at: now,
-                    updated_at: now,
-                    last_message: msg_id,
-                    root_kind: act.kind().to_string(),
-                    last_body: Default::default(),
-                }
+                new_thread(id, msg_id, caller, &env, now)
             }
         };
-        let parent = place.parent;
-        let mut message = MessageRec {
-            id: msg_id,
-            kind: act.kind().to_string(),
-            thread: thread.id,
-            parent: parent.as_ref().map(|p| p.id),
-            depth: parent.as_ref().map_or(0, |p| p.depth + 1),
-            identity: caller.identity.clone(),
-            extension: env.extension.clone(),
-            human: caller.human,
-            body: env.body,
-            created_at: now,
-            to: env.to.clone(),
-            state: env.state,
-            provenance: env.provenance.clone(),
-            claim: None,
-            counter_claim: None,
-            evidence: env.evidence.clone(),
-            supersedes: env.supersedes.clone(),
-            valid_until: env.valid_until,
-            key: env.idempotency.as_ref().map(|k| PostKey {
-                key: k.key.clone(),
-                digest: k.digest,
-            }),
-        };
-
-        // The turn (§5).
-        let author_turn = |identity: &str, extension: &Option<String>| {
-            Some(Awaiting {
-                identity: identity.to_string(),
-                extension: extension.clone(),
-                message: msg_id,
-            })
-        };
-        let to_turn = |to: &str| {
-            Some(Awaiting {
-                identity: to.to_string(),
-                extension: None,
-                message: msg_id,
-            })
-        };
+        // The turn (§5) and the state (§6, §7).
         let new_thread = before.is_none();
-        thread.awaiting = match act {
-            Act::Ask => match (&env.to, &parent) {
-                (Some(to), _) => to_turn(to),
-                (None, Some(p)) => author_turn(&p.identity, &p.extension),
-                (None, None) => to_turn("*"),
-            },
-            Act::Answer => {
-                let asker = nearest_ask(tx, parent.as_ref())?;
-                author_turn(&asker.0, &asker.1)
-            }
-            Act::Propose => author_turn(&thread.creator.clone(), &thread.creator_extension.clone()),
-            Act::Object => parent
-                .as_ref()
-                .and_then(|p| author_turn(&p.identity, &p.extension)),
-            Act::Handoff => env.to.as_deref().and_then(to_turn),
-            Act::Decide | Act::Mark => None,
-            Act::Reopen => to_turn(env.to.as_deref().unwrap_or("*")),
-            Act::Assert if new_thread => to_turn("*"),
-            Act::Refute => place
-                .claim
-                .as_ref()
-                .and_then(|c| author_turn(&c.identity, &c.extension)),
-            Act::Note | Act::Assert | Act::Attest | Act::Verify => thread.awaiting.clone(),
-        };
-
-        // The state (§6, §7).
+        let awaiting = decide::turn(&env, &place, &thread, new_thread, msg_id);
+        thread.awaiting = awaiting;
         let mut changes: Vec<(u64, Change)> = Vec::new();
-        match effect {
-            Effect::Move(to) => {
-                changes.push((
-                    thread.id,
-                    Change::State {
-                        from: thread.state,
-                        to,
-                        confirmation: false,
-                    },
-                ));
-                thread.state = to;
-                thread.state_by_user = caller.human;
-                thread.state_confirmed_at = caller.confirmer().then_some(now);
-                thread.state_label = lock_label.clone();
-            }
-            Effect::Confirm => {
-                changes.push((
-                    thread.id,
-                    Change::State {
-                        from: thread.state,
-                        to: thread.state,
-                        confirmation: true,
-                    },
-                ));
-                // The state stays as proposed (origin included); only its
-                // confirmation is new, labelled when it came through the lock right.
-                thread.state_confirmed_at = Some(now);
-                if lock_label.is_some() {
-                    thread.state_label = lock_label.clone();
-                }
-            }
-            Effect::None => {}
+        if let Some(change) =
+            decide::apply_state(effect, &mut thread, &caller.actor(), now, &lock_label)
+        {
+            changes.push((thread.id, change));
         }
+
+        let parent = place.parent.take();
+        let body_hash = env.body_hash;
+        let mut message = message_record(msg_id, thread.id, parent.as_ref(), caller, env, now);
 
         // Claims (§10).
-        let mut shown_claim = None;
-        let new_claim = |tx: &mut dyn WriteTx, refutes: Option<u64>| -> Result<ClaimRec> {
-            Ok(ClaimRec {
-                id: tx.next_id(IdKind::Claim)?,
-                message: msg_id,
-                thread: thread.id,
-                identity: caller.identity.clone(),
-                extension: env.extension.clone(),
-                text: message.body.clone(),
-                status: "unverified".into(),
-                evidence: env.evidence.clone(),
-                attestations: Vec::new(),
-                verifications: Vec::new(),
-                refutations: Vec::new(),
-                refutes,
-                supersedes: env.supersedes.clone(),
-                superseded_by: None,
-                valid_until: env.valid_until,
-                created_at: now,
-            })
-        };
-        match act {
-            Act::Assert => {
-                let claim = new_claim(tx, None)?;
-                message.claim = Some(claim.id);
-                tx.put_claim(&claim)?;
-                for mut old in place.superseded {
-                    old.superseded_by = Some(claim.id);
-                    changes.extend(claims::store_and_propagate(tx, old)?);
-                }
-                shown_claim = Some(claim.id);
-            }
-            Act::Attest | Act::Verify => {
-                let mut target = place.claim.expect("resolved for attest and verify");
-                message.claim = Some(target.id);
-                let support = Support {
-                    message: msg_id,
-                    identity: caller.identity.clone(),
-                    evidence: env.evidence.clone(),
-                    at: now,
-                };
-                if act == Act::Attest {
-                    target.attestations.push(support);
-                } else {
-                    target.verifications.push(support);
-                }
-                // Not created, but the caller wants to see the status it moved.
-                shown_claim = Some(target.id);
-                changes.extend(claims::store_and_propagate(tx, target)?);
-            }
-            Act::Refute => {
-                let mut target = place.claim.expect("resolved for refute");
-                let counter = new_claim(tx, Some(target.id))?;
-                tx.put_claim(&counter)?;
-                message.claim = Some(target.id);
-                message.counter_claim = Some(counter.id);
-                target.refutations.push(counter.id);
-                changes.extend(claims::store_and_propagate(tx, target)?);
-                shown_claim = Some(counter.id);
-            }
-            _ => {}
-        }
+        let shown_claim = claims::apply(
+            tx,
+            act,
+            &mut message,
+            place.claim.take(),
+            std::mem::take(&mut place.superseded),
+            now,
+            &mut changes,
+        )?;
 
-        thread
-            .last_body
-            .insert(caller.identity.clone(), env.body_hash);
+        thread.last_body.insert(caller.identity.clone(), body_hash);
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -494,30 +303,10 @@ impl Forum {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }
 
-        let mut events = Vec::with_capacity(changes.len());
-        for (event_thread, change) in changes {
-            let confirmed = match &change {
-                Change::State { .. } => thread.state_confirmed_at.is_some(),
-                Change::Claim { .. } => true,
-            };
-            let event = EventRec {
-                id: tx.next_id(IdKind::Event)?,
-                thread: event_thread,
-                message: msg_id,
-                change,
-                by_user: caller.human,
-                identity: caller.identity.clone(),
-                extension: env.extension.clone(),
-                label: lock_label.clone(),
-                shown_label: None,
-                confirmed,
-                at: now,
-            };
-            tx.put_event(&event)?;
-            events.push(event);
-        }
+        let confirmed = thread.state_confirmed_at.is_some();
+        let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {
-            Some(id) => Some(super::read::claim_view(tx, id, now)?),
+            Some(id) => Some(claims::view(tx, id, now)?),
             None => None,
         };
         Ok(Applied {
@@ -580,6 +369,98 @@ fn placed(thread: &ThreadRec) -> ThreadSpot {
         spot.awaiting = None;
     }
     spot
+}
+
+/// The record of a thread that message `root` of `caller` opens at `now`.
+fn new_thread(id: u64, root: u64, caller: &Caller, env: &Checked, now: i64) -> ThreadRec {
+    ThreadRec {
+        id,
+        root,
+        topic: topic(&env.body),
+        creator: caller.identity.clone(),
+        creator_extension: env.extension.clone(),
+        state: State::Open,
+        state_by_user: caller.human,
+        state_confirmed_at: Some(now),
+        state_label: None,
+        awaiting: None,
+        message_count: 0,
+        created_at: now,
+        updated_at: now,
+        last_message: root,
+        root_kind: env.act.kind().to_string(),
+        last_body: Default::default(),
+    }
+}
+
+/// The record of message `id` of `caller` in `thread` under `parent`: the envelope
+/// is taken whole so its body moves into the message rather than being copied.
+fn message_record(
+    id: u64,
+    thread: u64,
+    parent: Option<&Parent>,
+    caller: &Caller,
+    env: Checked,
+    now: i64,
+) -> MessageRec {
+    MessageRec {
+        id,
+        kind: env.act.kind().to_string(),
+        thread,
+        parent: parent.map(|p| p.id),
+        depth: parent.map_or(0, |p| p.depth + 1),
+        identity: caller.identity.clone(),
+        extension: env.extension,
+        human: caller.human,
+        body: env.body,
+        created_at: now,
+        to: env.to,
+        state: env.state,
+        provenance: env.provenance,
+        claim: None,
+        counter_claim: None,
+        evidence: env.evidence,
+        supersedes: env.supersedes,
+        valid_until: env.valid_until,
+        key: env.idempotency.map(|k| PostKey {
+            key: k.key,
+            digest: k.digest,
+        }),
+    }
+}
+
+/// Stores an event for each change a post made (§8.4), in order. A state change
+/// is confirmed when the thread's state now is; a claim's status always is.
+fn record_events(
+    tx: &mut dyn WriteTx,
+    changes: Vec<(u64, Change)>,
+    state_confirmed: bool,
+    message: &MessageRec,
+    lock_label: &Option<String>,
+) -> Result<Vec<EventRec>> {
+    let mut events = Vec::with_capacity(changes.len());
+    for (thread, change) in changes {
+        let confirmed = match &change {
+            Change::State { .. } => state_confirmed,
+            Change::Claim { .. } => true,
+        };
+        let event = EventRec {
+            id: tx.next_id(IdKind::Event)?,
+            thread,
+            message: message.id,
+            change,
+            by_user: message.human,
+            identity: message.identity.clone(),
+            extension: message.extension.clone(),
+            label: lock_label.clone(),
+            shown_label: None,
+            confirmed,
+            at: message.created_at,
+        };
+        tx.put_event(&event)?;
+        events.push(event);
+    }
+    Ok(events)
 }
 
 /// Expired idempotency records a keyed post forgets, at most: the store hands

@@ -420,25 +420,8 @@ impl Forum {
         let id = id_arg(args, "claim", IdKind::Claim)?
             .ok_or_else(|| bad_arg("claim", "`claim` is required"))?;
         caller.require(Right::Read)?;
-        claim_view(&*tx, id, self.now())
+        super::claims::view(&*tx, id, self.now())
     }
-}
-
-/// A claim as `get_claim` returns it; `claim_not_found` when unknown.
-pub(crate) fn claim_view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
-    let claim = tx.claim(id)?.ok_or_else(|| {
-        Error::from(Refusal::new(
-            Reason::ClaimNotFound,
-            format!("{} does not exist", IdKind::Claim.key(id)),
-        ))
-    })?;
-    let mut refutations = Vec::with_capacity(claim.refutations.len());
-    for counter in &claim.refutations {
-        if let Some(c) = tx.claim(*counter)? {
-            refutations.push((c.id, c.message, c.status));
-        }
-    }
-    Ok(view::claim(&claim, &refutations, now))
 }
 
 /// Messages nested by parent, each level in creation order (SPEC §8.2).

@@ -303,6 +303,15 @@ impl Caller {
         self.has(Right::Lock)
     }
 
+    /// The caller as the protocol's rules see them.
+    pub(crate) fn actor(&self) -> crate::protocol::decide::Actor<'_> {
+        crate::protocol::decide::Actor {
+            identity: &self.identity,
+            human: self.human,
+            confirmer: self.confirmer(),
+        }
+    }
+
     pub(crate) fn require(&self, right: Right) -> Result<(), Refusal> {
         if self.has(right) {
             Ok(())

@@ -2,6 +2,7 @@
 //! Nothing here touches storage; the engine feeds it records and applies its verdicts.
 
 pub mod acts;
+pub(crate) mod decide;
 pub mod envelope;
 pub mod evidence;
 pub mod ids;
