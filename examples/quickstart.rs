@@ -3,7 +3,7 @@
 //!
 //! `cargo run --example quickstart` (writes `quickstart.redb` in a temp dir).
 
-use parley_forum::{Config, Envelope, Forum, Right, TokenSpec};
+use parley_forum::{Config, Envelope, Forum, Right, State, TokenSpec};
 
 fn main() -> Result<(), parley_forum::Error> {
     let dir = std::env::temp_dir().join(format!("parley-quickstart-{}", std::process::id()));
@@ -19,7 +19,7 @@ fn main() -> Result<(), parley_forum::Error> {
     let answered = forum
         .session(&bob)
         .post(&Envelope::new("answer", "7878.").thread(&asked.thread.id))?;
-    assert_eq!(answered.thread.state, "answered"); // a proposal until a confirmer confirms it
+    assert_eq!(answered.thread.state, State::Answered); // a proposal until a confirmer confirms it
 
     // The generic call, exactly as the transports use it:
     let inbox = forum.call(Some(&alice), "get_inbox", &serde_json::json!({}))?;

@@ -7,7 +7,7 @@
 //! transport does) or use the typed [`Session`] API.
 //!
 //! ```
-//! use parley_forum::{Config, Envelope, Forum, Right, TokenSpec};
+//! use parley_forum::{Config, Envelope, Forum, Right, State, TokenSpec};
 //!
 //! # fn main() -> Result<(), parley_forum::Error> {
 //! let forum = Forum::in_memory(Config::default())?;
@@ -22,7 +22,7 @@
 //! let answered = forum
 //!     .session(&bob)
 //!     .post(&Envelope::new("answer", "Port 7878.").thread(&thread))?;
-//! assert_eq!(answered.thread.state, "answered");
+//! assert_eq!(answered.thread.state, State::Answered);
 //! assert_eq!(answered.thread.awaiting.unwrap().identity, "ainotes:alice");
 //!
 //! // The same through the generic call, as a transport sees it.
@@ -48,6 +48,12 @@ pub use engine::listen::{Changed, CommitHook, Subscription};
 pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result};
+pub use protocol::acts::Act;
+pub use protocol::claim::ClaimStatus;
+pub use protocol::evidence::{Evidence, EvidenceKind};
+pub use protocol::kinds::{AuthorKind, EventKind, Origin};
+pub use protocol::rights::Rights;
+pub use protocol::state::State;
 pub use session::{
     Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
     Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,

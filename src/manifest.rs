@@ -2,9 +2,9 @@
 
 use serde_json::{json, Value};
 
-use crate::engine::claims::CLAIM_STATES;
 use crate::error::Reason;
 use crate::protocol::acts::{ActSpec, ACTS};
+use crate::protocol::claim::CLAIM_STATES;
 use crate::protocol::evidence::EVIDENCE_KINDS;
 use crate::protocol::state::State;
 use crate::{Forum, OPERATIONS, VERSION};

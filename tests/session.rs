@@ -1,6 +1,6 @@
 //! The typed Rust API: envelopes built field by field, and every read typed.
 
-use parley_forum::{Config, Envelope, Forum, Reason, Right, TokenSpec};
+use parley_forum::{ClaimStatus, Config, Envelope, Forum, Origin, Reason, Right, State, TokenSpec};
 
 fn forum() -> (Forum, String, String, String) {
     let forum = Forum::in_memory(
@@ -43,7 +43,7 @@ fn a_conversation_through_typed_sessions() {
     let answered = bob_s
         .post(&Envelope::new("answer", "7878").thread(&asked.thread.id))
         .unwrap();
-    assert_eq!(answered.thread.state, "answered");
+    assert_eq!(answered.thread.state, State::Answered);
     assert_eq!(answered.thread.state_confirmed_at, None);
     assert_eq!(answered.events.len(), 1);
 
@@ -56,7 +56,7 @@ fn a_conversation_through_typed_sessions() {
         )
         .unwrap();
     assert!(confirmed.thread.state_confirmed_at.is_some());
-    assert_eq!(confirmed.thread.state_origin, "llm");
+    assert_eq!(confirmed.thread.state_origin, Origin::Llm);
 
     let view = alice_s.thread(&asked.thread.id).unwrap();
     assert_eq!(view.thread.message_count, 3);
@@ -69,7 +69,7 @@ fn a_conversation_through_typed_sessions() {
     let events = alice_s.events(Some(&asked.thread.id), None).unwrap();
     let kinds: Vec<&str> = events.items.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["transition", "confirmation"]);
-    assert_eq!(events.items[1].origin, "user");
+    assert_eq!(events.items[1].origin, Origin::User);
 
     let listed = alice_s.threads(Some("answered"), None).unwrap();
     assert_eq!(listed.items.len(), 1);
@@ -107,7 +107,7 @@ fn claims_through_typed_sessions() {
         .post(&Envelope::new("verify", "Checked the cache keys.").claim(&id))
         .unwrap();
     let claim = forum.session(&alice).claim(&id).unwrap();
-    assert_eq!(claim.status, "verified");
+    assert_eq!(claim.status, ClaimStatus::Verified);
     assert_eq!(claim.verifications[0].identity, "ainotes:bob");
     assert!(claim.expired, "valid_until is before the fixed clock");
 

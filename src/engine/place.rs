@@ -114,7 +114,7 @@ fn nearest_ask(tx: &dyn WriteTx, from: Option<&Parent>) -> Result<(String, Optio
     let mut current = from.cloned();
     let mut root = None;
     while let Some(m) = current {
-        if m.kind == "ask" {
+        if m.kind == Act::Ask {
             return Ok((m.identity, m.extension));
         }
         current = match m.parent {

@@ -388,7 +388,7 @@ fn new_thread(id: u64, root: u64, caller: &Caller, env: &Checked, now: i64) -> T
         created_at: now,
         updated_at: now,
         last_message: root,
-        root_kind: env.act.kind().to_string(),
+        root_kind: env.act,
         last_body: Default::default(),
     }
 }
@@ -405,7 +405,7 @@ fn message_record(
 ) -> MessageRec {
     MessageRec {
         id,
-        kind: env.act.kind().to_string(),
+        kind: env.act,
         thread,
         parent: parent.map(|p| p.id),
         depth: parent.map_or(0, |p| p.depth + 1),

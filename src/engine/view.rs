@@ -2,7 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::protocol::claim::ClaimStatus;
 use crate::protocol::ids::IdKind;
+use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
 use crate::store::records::{Awaiting, Change, ClaimRec, EventRec, MessageRec, Support, ThreadRec};
 use crate::time;
 
@@ -64,10 +66,7 @@ pub(crate) fn message_entries(m: MessageRec, replies: Option<Vec<Value>>) -> Vec
     // free chunk — once per message here, the dominant cost of reading a thread.
     let mut out: Vec<(String, Value)> = Vec::with_capacity(16);
     let mut put = |k: &str, v: Value| out.push((k.to_string(), v));
-    put(
-        "author_kind",
-        Value::from(if m.human { "human" } else { "llm" }),
-    );
+    put("author_kind", Value::from(AuthorKind::of(m.human).as_str()));
     put("body", Value::String(m.body));
     if let Some(c) = m.claim {
         put("claim", key(IdKind::Claim, c));
@@ -88,7 +87,7 @@ pub(crate) fn message_entries(m: MessageRec, replies: Option<Vec<Value>>) -> Vec
         ]),
     );
     put("id", key(IdKind::Message, m.id));
-    put("kind", Value::String(m.kind));
+    put("kind", Value::from(m.kind.kind()));
     put(
         "parent",
         m.parent.map_or(Value::Null, |p| key(IdKind::Message, p)),
@@ -145,7 +144,7 @@ pub(crate) fn thread(t: &ThreadRec) -> Value {
         ("state_label", json!(lock_label(&t.state_label))),
         (
             "state_origin",
-            Value::from(if t.state_by_user { "user" } else { "llm" }),
+            Value::from(Origin::of(t.state_by_user).as_str()),
         ),
         ("topic", Value::from(t.topic.as_str())),
         ("updated_at", Value::from(time::format(t.updated_at))),
@@ -165,10 +164,11 @@ pub(crate) fn event(e: &EventRec) -> Value {
             out.insert(
                 "type".into(),
                 json!(if *confirmation {
-                    "confirmation"
+                    EventKind::Confirmation
                 } else {
-                    "transition"
-                }),
+                    EventKind::Transition
+                }
+                .as_str()),
             );
             out.insert("thread".into(), key(IdKind::Thread, e.thread));
             out.insert("message".into(), key(IdKind::Message, e.message));
@@ -176,7 +176,7 @@ pub(crate) fn event(e: &EventRec) -> Value {
             out.insert("to_state".into(), json!(to.as_str()));
         }
         Change::Claim { claim, from, to } => {
-            out.insert("type".into(), json!("claim"));
+            out.insert("type".into(), json!(EventKind::Claim.as_str()));
             out.insert("thread".into(), key(IdKind::Thread, e.thread));
             out.insert("message".into(), key(IdKind::Message, e.message));
             out.insert("claim".into(), key(IdKind::Claim, *claim));
@@ -184,10 +184,7 @@ pub(crate) fn event(e: &EventRec) -> Value {
             out.insert("to_status".into(), json!(to));
         }
     }
-    out.insert(
-        "origin".into(),
-        json!(if e.by_user { "user" } else { "llm" }),
-    );
+    out.insert("origin".into(), json!(Origin::of(e.by_user).as_str()));
     out.insert("identity".into(), json!(e.identity));
     out.insert("extension".into(), json!(e.extension));
     out.insert(
@@ -209,7 +206,7 @@ fn support(s: &Support, with_evidence: bool) -> Value {
 
 /// A claim (SPEC §10). `refutations` pairs each counter-claim id with its message
 /// and current status, which the caller looks up.
-pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, String)], now: i64) -> Value {
+pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, ClaimStatus)], now: i64) -> Value {
     json!({
         "id": key(IdKind::Claim, c.id),
         "message": key(IdKind::Message, c.message),

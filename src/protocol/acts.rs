@@ -163,6 +163,22 @@ impl Act {
     }
 }
 
+impl serde::Serialize for Act {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.kind())
+    }
+}
+
+/// Any act of the table by its wire name, the dialectic ones included: what a
+/// forum returned, it has enabled.
+impl<'de> serde::Deserialize<'de> for Act {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let kind = String::deserialize(deserializer)?;
+        Act::from_kind(&kind, true)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{kind}` is not an act")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

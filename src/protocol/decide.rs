@@ -35,7 +35,7 @@ pub(crate) struct Actor<'a> {
 pub(crate) struct Parent {
     pub(crate) id: u64,
     pub(crate) thread: u64,
-    pub(crate) kind: String,
+    pub(crate) kind: Act,
     pub(crate) identity: String,
     pub(crate) extension: Option<String>,
     pub(crate) depth: u32,
@@ -62,7 +62,7 @@ impl Parent {
         Parent {
             id: t.root,
             thread: t.id,
-            kind: t.root_kind.clone(),
+            kind: t.root_kind,
             identity: t.creator.clone(),
             extension: t.creator_extension.clone(),
             depth: 0,

@@ -3,23 +3,78 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The kinds of evidence, in manifest order.
+/// What an evidence item points at. Stored and shown by its wire name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvidenceKind {
+    /// An absolute URL.
+    Url,
+    /// `<algorithm>:<hex digits>`.
+    Hash,
+    /// A build or test artifact.
+    Artifact,
+    /// A commit id (7–64 hex digits).
+    Commit,
+    /// A log.
+    Log,
+    /// A reproducer.
+    Reproducer,
+    /// A note.
+    Note,
+    /// Anything else.
+    Other,
+}
+
+impl EvidenceKind {
+    /// Every kind, in manifest order.
+    pub const ALL: [EvidenceKind; 8] = [
+        EvidenceKind::Url,
+        EvidenceKind::Hash,
+        EvidenceKind::Artifact,
+        EvidenceKind::Commit,
+        EvidenceKind::Log,
+        EvidenceKind::Reproducer,
+        EvidenceKind::Note,
+        EvidenceKind::Other,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EvidenceKind::Url => "url",
+            EvidenceKind::Hash => "hash",
+            EvidenceKind::Artifact => "artifact",
+            EvidenceKind::Commit => "commit",
+            EvidenceKind::Log => "log",
+            EvidenceKind::Reproducer => "reproducer",
+            EvidenceKind::Note => "note",
+            EvidenceKind::Other => "other",
+        }
+    }
+
+    /// The kind with this wire name.
+    pub fn from_name(name: &str) -> Option<EvidenceKind> {
+        EvidenceKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// The kinds of evidence by wire name, in manifest order.
 pub const EVIDENCE_KINDS: [&str; 8] = [
-    "url",
-    "hash",
-    "artifact",
-    "commit",
-    "log",
-    "reproducer",
-    "note",
-    "other",
+    EvidenceKind::ALL[0].as_str(),
+    EvidenceKind::ALL[1].as_str(),
+    EvidenceKind::ALL[2].as_str(),
+    EvidenceKind::ALL[3].as_str(),
+    EvidenceKind::ALL[4].as_str(),
+    EvidenceKind::ALL[5].as_str(),
+    EvidenceKind::ALL[6].as_str(),
+    EvidenceKind::ALL[7].as_str(),
 ];
 
 /// One evidence item: a pointer, never an opinion.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
-    /// One of [`EVIDENCE_KINDS`].
-    pub kind: String,
+    /// What it is.
+    pub kind: EvidenceKind,
     /// What it points at.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -65,16 +120,16 @@ pub fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
             return Err(format!("unknown field `{key}` in an evidence item"));
         }
     }
-    let kind = obj
+    let name = obj
         .get("kind")
         .and_then(Value::as_str)
         .ok_or("evidence needs a string `kind`")?;
-    if !EVIDENCE_KINDS.contains(&kind) {
-        return Err(format!(
-            "evidence kind `{kind}` is not one of {}",
+    let kind = EvidenceKind::from_name(name).ok_or_else(|| {
+        format!(
+            "evidence kind `{name}` is not one of {}",
             EVIDENCE_KINDS.join(", ")
-        ));
-    }
+        )
+    })?;
     let reference = obj
         .get("ref")
         .and_then(Value::as_str)
@@ -88,18 +143,18 @@ pub fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
         ));
     }
     let well_formed = match kind {
-        "url" => is_url(reference),
-        "hash" => is_hash(reference),
-        "commit" => is_commit(reference),
+        EvidenceKind::Url => is_url(reference),
+        EvidenceKind::Hash => is_hash(reference),
+        EvidenceKind::Commit => is_commit(reference),
         _ => true,
     };
     if !well_formed {
         let shape = match kind {
-            "url" => "an absolute URL with a scheme",
-            "hash" => "<algorithm>:<hex digits>",
+            EvidenceKind::Url => "an absolute URL with a scheme",
+            EvidenceKind::Hash => "<algorithm>:<hex digits>",
             _ => "7-64 hex digits",
         };
-        return Err(format!("a `{kind}` evidence ref must be {shape}"));
+        return Err(format!("a `{name}` evidence ref must be {shape}"));
     }
     let note = match obj.get("note") {
         None | Some(Value::Null) => None,
@@ -112,7 +167,7 @@ pub fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
         Some(_) => return Err("evidence `note` must be a string".into()),
     };
     Ok(Evidence {
-        kind: kind.to_string(),
+        kind,
         reference: reference.to_string(),
         note,
     })

@@ -2,10 +2,12 @@
 //! Nothing here touches storage; the engine feeds it records and applies its verdicts.
 
 pub mod acts;
+pub mod claim;
 pub(crate) mod decide;
 pub mod envelope;
 pub mod evidence;
 pub mod ids;
+pub mod kinds;
 pub mod rights;
 pub mod state;
 pub mod words;

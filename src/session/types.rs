@@ -4,6 +4,12 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::protocol::acts::Act;
+use crate::protocol::claim::ClaimStatus;
+use crate::protocol::evidence::Evidence;
+use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
+use crate::protocol::state::State;
+
 /// Who is due (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Turn {
@@ -25,9 +31,9 @@ pub struct ThreadSummary {
     /// Who opened it.
     pub creator: Author,
     /// The state.
-    pub state: String,
-    /// `user` or `llm`.
-    pub state_origin: String,
+    pub state: State,
+    /// Who set it.
+    pub state_origin: Origin,
     /// `None` while the state is a proposal.
     pub state_confirmed_at: Option<String>,
     /// `KI · <label>` for lock-right changes.
@@ -59,15 +65,15 @@ pub struct MessageView {
     /// `msg_…`.
     pub id: String,
     /// The act.
-    pub kind: String,
+    pub kind: Act,
     /// `th_…`.
     pub thread: String,
     /// The parent's `msg_…`; `None` for the root.
     pub parent: Option<String>,
     /// The author.
     pub from: Author,
-    /// `llm` or `human`.
-    pub author_kind: String,
+    /// A model or a person.
+    pub author_kind: AuthorKind,
     /// The body.
     pub body: String,
     /// RFC 3339.
@@ -77,7 +83,7 @@ pub struct MessageView {
     pub to: Option<String>,
     /// The state a `mark` named.
     #[serde(default)]
-    pub state: Option<String>,
+    pub state: Option<State>,
     /// The claim created or named.
     #[serde(default)]
     pub claim: Option<String>,
@@ -86,7 +92,7 @@ pub struct MessageView {
     pub counter_claim: Option<String>,
     /// Evidence items, as sent.
     #[serde(default)]
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<Evidence>,
     /// Claims an `assert` superseded.
     #[serde(default)]
     pub supersedes: Vec<String>,
@@ -144,30 +150,30 @@ pub struct SearchHit {
 pub struct EventView {
     /// `ev_…`.
     pub id: String,
-    /// `transition`, `confirmation` or `claim`.
+    /// A transition, a confirmation or a claim's status change.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: EventKind,
     /// `th_…`.
     pub thread: String,
     /// The message that caused it.
     pub message: String,
     /// Before (state events).
     #[serde(default)]
-    pub from_state: Option<String>,
+    pub from_state: Option<State>,
     /// After (state events).
     #[serde(default)]
-    pub to_state: Option<String>,
+    pub to_state: Option<State>,
     /// The claim (claim events).
     #[serde(default)]
     pub claim: Option<String>,
     /// Before (claim events).
     #[serde(default)]
-    pub from_status: Option<String>,
+    pub from_status: Option<ClaimStatus>,
     /// After (claim events).
     #[serde(default)]
-    pub to_status: Option<String>,
-    /// `user` or `llm`.
-    pub origin: String,
+    pub to_status: Option<ClaimStatus>,
+    /// A person or a model.
+    pub origin: Origin,
     /// Who.
     pub identity: String,
     /// Their extension.
@@ -189,7 +195,7 @@ pub struct Support {
     pub identity: String,
     /// Evidence (attestations).
     #[serde(default)]
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<Evidence>,
     /// When.
     pub at: String,
 }
@@ -207,10 +213,10 @@ pub struct ClaimView {
     pub author: Author,
     /// The claim's text.
     pub text: String,
-    /// `unverified`, `supported`, `verified`, `refuted` or `superseded`.
-    pub status: String,
+    /// Its status.
+    pub status: ClaimStatus,
     /// Evidence items.
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<Evidence>,
     /// Attestations, oldest first.
     pub attestations: Vec<Support>,
     /// Verifications, oldest first.

@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::records::{Awaiting, MessageRec, PostKey, ThreadRec};
 use crate::error::{Error, Result};
-use crate::protocol::evidence::Evidence;
+use crate::protocol::acts::Act;
+use crate::protocol::evidence::{Evidence, EvidenceKind};
 use crate::protocol::state::State;
 
 /// The format byte of a thread record: 2 keeps the lock holder's label alone.
@@ -127,7 +128,7 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
     out.u64(t.created_at as u64);
     out.u64(t.updated_at as u64);
     out.u64(t.last_message);
-    out.str(&t.root_kind);
+    out.str(t.root_kind.kind());
     out.u32(t.last_body.len() as u32);
     for (identity, hash) in &t.last_body {
         out.str(identity);
@@ -169,7 +170,7 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
         created_at: r.u64()? as i64,
         updated_at: r.u64()? as i64,
         last_message: r.u64()?,
-        root_kind: r.string()?,
+        root_kind: act(r.str()?)?,
         last_body: (0..r.u32()?)
             .map(|_| Ok((r.string()?, r.u64()?)))
             .collect::<Result<_>>()?,
@@ -185,7 +186,7 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
     let mut out = Out(Vec::with_capacity(64 + m.body.len()));
     out.u8(FORMAT);
     out.u64(m.id);
-    out.str(&m.kind);
+    out.str(m.kind.kind());
     out.u64(m.thread);
     out.opt(&m.parent, |o, p| o.u64(*p));
     out.u32(m.depth);
@@ -203,7 +204,7 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
     out.opt(&m.counter_claim, |o, c| o.u64(*c));
     out.u32(m.evidence.len() as u32);
     for e in &m.evidence {
-        out.str(&e.kind);
+        out.str(e.kind.as_str());
         out.str(&e.reference);
         out.opt(&e.note, |o, n| o.str(n));
     }
@@ -242,7 +243,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = message_format(&mut r)?;
     let id = r.u64()?;
-    let kind = r.string()?;
+    let kind = act(r.str()?)?;
     let thread = r.u64()?;
     let parent = r.opt(In::u64)?;
     let depth = r.u32()?;
@@ -260,7 +261,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let evidence = (0..r.u32()?)
         .map(|_| {
             Ok(Evidence {
-                kind: r.string()?,
+                kind: EvidenceKind::from_name(r.str()?).ok_or_else(corrupt)?,
                 reference: r.string()?,
                 note: r.opt(In::string)?,
             })
@@ -304,6 +305,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     })
 }
 
+/// An act stored by its wire name.
+fn act(kind: &str) -> Result<Act> {
+    Act::from_kind(kind, true).ok_or_else(corrupt)
+}
+
 /// Reads a message's format byte: this layout's, or format 1's.
 fn message_format(r: &mut In<'_>) -> Result<u8> {
     match r.u8()? {
@@ -321,7 +327,7 @@ mod tests {
     fn full() -> MessageRec {
         MessageRec {
             id: 9,
-            kind: "assert".into(),
+            kind: Act::Assert,
             thread: 2,
             parent: Some(4),
             depth: 3,
@@ -336,7 +342,7 @@ mod tests {
             claim: Some(5),
             counter_claim: Some(6),
             evidence: vec![Evidence {
-                kind: "log".into(),
+                kind: EvidenceKind::Log,
                 reference: "r".into(),
                 note: Some("n".into()),
             }],
@@ -364,6 +370,20 @@ mod tests {
         assert_eq!(body(&encode(&m)).unwrap(), m.body);
         assert_eq!(body(&encode(&bare)).unwrap(), bare.body);
         assert!(body(&encode(&m)[..20]).is_err(), "a cut record is damage");
+    }
+
+    #[test]
+    fn a_record_naming_no_act_or_evidence_kind_is_damage() {
+        let bytes = encode(&full());
+        // The kind follows the format byte and the id: a u32 length, then "assert".
+        let mut shout = bytes.clone();
+        shout[13..19].copy_from_slice(b"shout!");
+        assert!(decode(&shout).is_err());
+        let at = bytes.windows(3).position(|w| w == b"log").unwrap();
+        let mut opinion = bytes.clone();
+        opinion[at..at + 3].copy_from_slice(b"lag");
+        assert!(decode(&opinion).is_err());
+        assert!(decode(&bytes).is_ok());
     }
 
     #[test]
@@ -407,7 +427,7 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             last_message: 9,
-            root_kind: "ask".into(),
+            root_kind: Act::Ask,
             last_body: [
                 ("ainotes:alice".to_string(), 42u64),
                 ("human:ann".to_string(), 7),

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::protocol::acts::Act;
+use crate::protocol::claim::ClaimStatus;
 use crate::protocol::evidence::Evidence;
 use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
@@ -97,7 +99,7 @@ pub struct ThreadRec {
     /// Id of the latest message: the thread's position in the activity index.
     pub last_message: u64,
     /// The root message's act (`ask` or `assert`).
-    pub root_kind: String,
+    pub root_kind: Act,
     /// Hash of the normalized body of each identity's latest message here: all
     /// the repeat guard needs, without reading that message back.
     pub last_body: std::collections::BTreeMap<String, u64>,
@@ -138,7 +140,7 @@ pub struct MessageRec {
     /// `msg_<id>`.
     pub id: u64,
     /// The act's wire name.
-    pub kind: String,
+    pub kind: Act,
     /// Its thread.
     pub thread: u64,
     /// Its parent; `None` for a root.
@@ -205,7 +207,7 @@ impl ThreadRec {
             created_at: 0,
             updated_at: 0,
             last_message: root,
-            root_kind: "ask".into(),
+            root_kind: Act::Ask,
             last_body: Default::default(),
         }
     }
@@ -217,7 +219,7 @@ impl MessageRec {
     pub(crate) fn bare(id: u64, thread: u64, parent: Option<u64>) -> MessageRec {
         MessageRec {
             id,
-            kind: "note".into(),
+            kind: Act::Note,
             thread,
             parent,
             depth: 0,
@@ -268,7 +270,7 @@ pub struct ClaimRec {
     /// The claim's text.
     pub text: String,
     /// Derived status (SPEC §10), stored.
-    pub status: String,
+    pub status: ClaimStatus,
     /// Its evidence.
     pub evidence: Vec<Evidence>,
     /// Attestations, oldest first.
@@ -306,9 +308,9 @@ pub enum Change {
         /// The claim.
         claim: u64,
         /// Before.
-        from: String,
+        from: ClaimStatus,
         /// After.
-        to: String,
+        to: ClaimStatus,
     },
 }
 

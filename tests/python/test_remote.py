@@ -539,6 +539,12 @@ def test_a_server_that_does_not_answer_times_out(cast: Cast) -> None:
     assert cast.server.proc is not None
     os.kill(cast.server.proc.pid, signal.SIGSTOP)
     try:
+        # kill() returns before the signal is acted on; on a loaded machine a server
+        # thread that is running then can still answer. Wait until it is stopped.
+        stat = Path(f"/proc/{cast.server.proc.pid}/stat")
+        deadline = time.monotonic() + 5
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
         start = time.monotonic()
         with pytest.raises(parley.ConnectionError):
             hasty.whoami()

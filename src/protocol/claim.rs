@@ -1,0 +1,135 @@
+//! The status of a claim in the dialectic profile (SPEC §10), and the rules that
+//! derive it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::records::ClaimRec;
+
+/// A claim's status. Stored and shown by its wire name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimStatus {
+    /// No support yet.
+    Unverified,
+    /// Attested by someone other than its author.
+    Supported,
+    /// Sealed by a holder of the `verify` right.
+    Verified,
+    /// A counter-claim stands against it.
+    Refuted,
+    /// Replaced by a newer claim.
+    Superseded,
+}
+
+impl ClaimStatus {
+    /// Every status, in manifest order.
+    pub const ALL: [ClaimStatus; 5] = [
+        ClaimStatus::Unverified,
+        ClaimStatus::Supported,
+        ClaimStatus::Verified,
+        ClaimStatus::Refuted,
+        ClaimStatus::Superseded,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClaimStatus::Unverified => "unverified",
+            ClaimStatus::Supported => "supported",
+            ClaimStatus::Verified => "verified",
+            ClaimStatus::Refuted => "refuted",
+            ClaimStatus::Superseded => "superseded",
+        }
+    }
+
+    /// Whether a counter-claim in this status still stands against its target.
+    fn stands(self) -> bool {
+        !matches!(self, ClaimStatus::Refuted | ClaimStatus::Superseded)
+    }
+}
+
+/// The wire names of [`ClaimStatus::ALL`], for the manifest.
+pub(crate) const CLAIM_STATES: [&str; 5] = [
+    ClaimStatus::ALL[0].as_str(),
+    ClaimStatus::ALL[1].as_str(),
+    ClaimStatus::ALL[2].as_str(),
+    ClaimStatus::ALL[3].as_str(),
+    ClaimStatus::ALL[4].as_str(),
+];
+
+/// Rules 1–5 of SPEC §10, given the current statuses of its counter-claims.
+pub(crate) fn derive(claim: &ClaimRec, counter_statuses: &[ClaimStatus]) -> ClaimStatus {
+    if claim.superseded_by.is_some() {
+        ClaimStatus::Superseded
+    } else if counter_statuses.iter().any(|s| s.stands()) {
+        ClaimStatus::Refuted
+    } else if !claim.verifications.is_empty() {
+        ClaimStatus::Verified
+    } else if !claim.attestations.is_empty() {
+        ClaimStatus::Supported
+    } else {
+        ClaimStatus::Unverified
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClaimStatus::*;
+    use super::*;
+    use crate::store::records::Support;
+
+    fn claim() -> ClaimRec {
+        ClaimRec {
+            id: 1,
+            message: 1,
+            thread: 1,
+            identity: "r:a".into(),
+            extension: None,
+            text: "t".into(),
+            status: Unverified,
+            evidence: vec![],
+            attestations: vec![],
+            verifications: vec![],
+            refutations: vec![],
+            refutes: None,
+            supersedes: vec![],
+            superseded_by: None,
+            valid_until: None,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn rules_in_order() {
+        let mut c = claim();
+        assert_eq!(derive(&c, &[]), Unverified);
+        c.attestations.push(Support {
+            message: 2,
+            identity: "r:b".into(),
+            evidence: vec![],
+            at: 0,
+        });
+        assert_eq!(derive(&c, &[]), Supported);
+        c.verifications.push(Support {
+            message: 3,
+            identity: "r:v".into(),
+            evidence: vec![],
+            at: 0,
+        });
+        assert_eq!(derive(&c, &[]), Verified);
+        assert_eq!(derive(&c, &[Unverified]), Refuted);
+        assert_eq!(derive(&c, &[Refuted]), Verified);
+        assert_eq!(derive(&c, &[Superseded, Supported]), Refuted);
+        c.superseded_by = Some(9);
+        assert_eq!(derive(&c, &[Unverified]), Superseded);
+    }
+
+    #[test]
+    fn statuses_are_stored_by_their_wire_names() {
+        for s in ClaimStatus::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(CLAIM_STATES[3], "refuted");
+        assert!(serde_json::from_value::<ClaimStatus>("proven".into()).is_err());
+    }
+}
