@@ -49,14 +49,15 @@
 
 mod era;
 mod jsonrpc;
+mod reply;
 mod schemas;
 mod tools;
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
 pub use jsonrpc::error_response;
+pub use reply::{McpReply, ToolOutcome};
 
 /// The JSON-RPC error codes of the MCP handler and of the server's transports,
 /// defined once: HTTP and stdio answer with these numbers, and map them to HTTP
@@ -68,10 +69,10 @@ pub mod codes {
     };
 }
 
-use crate::error::{Error, Reason, Refusal};
+use crate::error::Error;
 use crate::{Forum, OPERATIONS};
 use era::Era;
-use jsonrpc::{Incoming, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND};
+use jsonrpc::{RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
 
 /// The server's name in `serverInfo`.
 pub const SERVER_NAME: &str = "parley";
@@ -109,6 +110,10 @@ struct ToolResult {
     /// The structured content, as JSON text.
     structured: String,
     is_error: bool,
+    /// The refusal's reason, for a tool error.
+    reason: Option<&'static str>,
+    /// Whether the result lists items (a page that is not empty).
+    has_items: bool,
 }
 
 impl ToolResult {
@@ -184,25 +189,6 @@ fn shaped(era: Era, mut result: Map<String, Value>, cacheable: bool) -> Value {
     Value::Object(result)
 }
 
-/// Just enough of an oversized message to answer it: its id, and whether it is a
-/// notification. Everything else is skipped without being kept.
-#[derive(Deserialize)]
-struct Probe {
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    result: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-}
-
-/// Keeps a present `null` apart from an absent key.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
 /// The result of `server/discover` (2026-07-28).
 fn discover() -> Map<String, Value> {
     let mut result = Map::new();
@@ -247,59 +233,6 @@ fn initialize(params: &Map<String, Value>) -> Result<Value, RpcError> {
 }
 
 impl Forum {
-    /// Handles one MCP JSON-RPC message for the holder of `token` and returns the
-    /// response text, or `None` for a notification (or a response sent to us).
-    ///
-    /// Never panics: malformed input of any kind is a JSON-RPC error response.
-    pub fn mcp(&self, token: Option<&str>, request: &str) -> Option<String> {
-        if request.len() > self.config.limits.request_max_bytes {
-            return self.mcp_too_large(request);
-        }
-        let (id, method, params) = match jsonrpc::decode(request) {
-            Ok(Incoming::Request { id, method, params }) => (id, method, params),
-            Ok(Incoming::Notification | Incoming::Response) => return None,
-            Err(rejected) => return Some(jsonrpc::error(&rejected.id, &rejected.error)),
-        };
-        Some(match self.mcp_dispatch(token, &method, params) {
-            Ok(Reply::Value(result)) => jsonrpc::result(&id, result),
-            Ok(Reply::Tool(tool, era)) => tool.response(&id, era),
-            Err(error) => jsonrpc::error(&id, &error),
-        })
-    }
-
-    fn mcp_too_large(&self, request: &str) -> Option<String> {
-        let limit = self.config.limits.request_max_bytes;
-        let probe = serde_json::from_str::<Probe>(request).ok();
-        let id = match probe {
-            // A notification, or a response (to a request the server never
-            // sent): nothing answers either, whatever its size.
-            Some(Probe {
-                id: None,
-                method: Some(_),
-                ..
-            }) => return None,
-            Some(Probe {
-                method: None,
-                result,
-                error,
-                ..
-            }) if result.is_some() || error.is_some() => return None,
-            Some(Probe { id: Some(id), .. }) if jsonrpc::is_valid_id(&id) => id,
-            _ => Value::Null,
-        };
-        let refusal = Refusal::new(
-            Reason::PayloadTooLarge,
-            format!(
-                "the request has {} bytes; at most {limit} are accepted",
-                request.len()
-            ),
-        )
-        .with_limit("request_max_bytes");
-        let error = RpcError::new(INVALID_REQUEST, format!("Request too large: {refusal}"))
-            .with_data(refusal.to_json());
-        Some(jsonrpc::error(&id, &error))
-    }
-
     fn mcp_dispatch(
         &self,
         token: Option<&str>,
@@ -385,11 +318,15 @@ impl Forum {
                 text: None,
                 structured: to_json_text(&result),
                 is_error: false,
+                reason: None,
+                has_items: result["items"].as_array().is_some_and(|a| !a.is_empty()),
             }),
             Err(Error::Refused(refusal)) => Ok(ToolResult {
                 text: Some(refusal.to_string()),
                 structured: json!({ "error": refusal.to_json() }).to_string(),
                 is_error: true,
+                reason: Some(refusal.reason.as_str()),
+                has_items: false,
             }),
             Err(Error::UnknownOperation(_)) => {
                 Err(RpcError::invalid_params(format!("Unknown tool: {name}")))

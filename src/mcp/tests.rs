@@ -92,3 +92,95 @@ fn legacy_results_have_no_modern_fields() {
     );
     assert_eq!(r["result"], json!({}));
 }
+
+/// The reply says what its text says: a transport never reads it back.
+fn agrees(reply: &super::McpReply) {
+    let text: Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(text["id"], reply.id);
+    assert_eq!(text["error"]["code"].as_i64(), reply.error_code);
+    match reply.tool {
+        Some(tool) => {
+            assert_eq!(text["result"]["isError"], tool.is_error);
+            let items = &text["result"]["structuredContent"]["items"];
+            assert_eq!(
+                items.as_array().is_some_and(|a| !a.is_empty()),
+                tool.has_items
+            );
+        }
+        None => assert!(text["result"]["isError"].is_null()),
+    }
+}
+
+#[test]
+fn a_reply_carries_its_code_reason_and_tool_outcome_as_its_text_does() {
+    let forum = forum();
+    let alice = forum
+        .create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))
+        .unwrap();
+    let call = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    };
+    let empty = forum
+        .mcp_reply(Some(&alice), &call("get_inbox", json!({})))
+        .unwrap();
+    agrees(&empty);
+    assert_eq!(
+        (
+            empty.tool.map(|t| (t.is_error, t.has_items)),
+            empty.reason.as_deref()
+        ),
+        (Some((false, false)), None)
+    );
+    let refused = forum
+        .mcp_reply(
+            Some(&alice),
+            &call("post", json!({"kind": "shout", "body": "x"})),
+        )
+        .unwrap();
+    agrees(&refused);
+    assert_eq!(refused.reason.as_deref(), Some("unknown_kind"));
+    assert!(refused.tool.unwrap().is_error);
+    let unknown = forum
+        .mcp_reply(
+            Some(&alice),
+            &json!({"jsonrpc": "2.0", "id": "u", "method": "nope"}).to_string(),
+        )
+        .unwrap();
+    agrees(&unknown);
+    assert_eq!(unknown.error_code, Some(-32601));
+    assert_eq!(unknown.reason.as_deref(), Some("jsonrpc -32601"));
+    let garbage = forum.mcp_reply(None, "{not json").unwrap();
+    agrees(&garbage);
+    assert!(garbage.id.is_null());
+    assert_eq!(garbage.error_code, Some(-32700));
+}
+
+#[test]
+fn a_parsed_message_is_answered_as_its_text_is_and_held_to_the_same_size() {
+    let forum = Forum::in_memory(
+        Config::from_json(&json!({"limits": {"request_max_bytes": 200}})).unwrap(),
+    )
+    .unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    let text = ping.to_string();
+    assert_eq!(
+        forum.mcp_value(None, ping.clone(), text.len()),
+        forum.mcp_reply(None, &text)
+    );
+    let big = forum.mcp_value(None, ping, 201).unwrap();
+    agrees(&big);
+    assert_eq!(big.id, 7);
+    assert_eq!(big.reason.as_deref(), Some("payload_too_large"));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert!(
+        forum.mcp_value(None, note, 201).is_none(),
+        "an oversized notification"
+    );
+    assert!(forum
+        .mcp_value(None, json!([1, 2]), 201)
+        .unwrap()
+        .id
+        .is_null());
+}

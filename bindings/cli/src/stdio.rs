@@ -65,9 +65,14 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
                 }
                 let started = std::time::Instant::now();
                 // A panic in the handler answers this message; the next ones are still served.
-                let handled = std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp(token, text)));
-                let reply = handled.unwrap_or_else(|_| Some(internal_error(text)));
-                log_message(text, reply.as_deref(), &identity, started);
+                let handled =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp_reply(token, text)));
+                let (reply, reason) = match handled {
+                    Ok(Some(reply)) => (Some(reply.text), reply.reason),
+                    Ok(None) => (None, None),
+                    Err(_) => (Some(internal_error(text)), Some("jsonrpc -32603".into())),
+                };
+                log_message(text, reason.as_deref(), &identity, started);
                 reply
             }
             Line::TooLong => Some(too_large_response(max)),
@@ -83,21 +88,18 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
 }
 
 /// The request log's line for one message (as `http::log` writes one per request).
-fn log_message(request: &str, reply: Option<&str>, identity: &str, started: std::time::Instant) {
+fn log_message(request: &str, reason: Option<&str>, identity: &str, started: std::time::Instant) {
     if !tracing::enabled!(target: "parley::request", tracing::Level::INFO) {
         return;
     }
     let tool = crate::http::tool_of(request);
-    let reason = reply
-        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
-        .and_then(|v| crate::http::reason_in(&v));
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(
         target: "parley::request",
         transport = "stdio",
         tool = tool.as_deref().unwrap_or("-"),
         identity,
-        reason = reason.as_deref().unwrap_or("-"),
+        reason = reason.unwrap_or("-"),
         ms,
         "request"
     );

@@ -85,6 +85,16 @@ pub(crate) fn reason_in(value: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The tool of an MCP `tools/call` request already parsed.
+pub(crate) fn tool_in(request: &Value) -> Option<String> {
+    if request["method"].as_str() != Some("tools/call") {
+        return None;
+    }
+    request["params"]["name"]
+        .as_str()
+        .map(|n| n.chars().take(64).collect())
+}
+
 /// The tool of an MCP `tools/call` request, read without building the whole request.
 pub(crate) fn tool_of(request: &str) -> Option<String> {
     #[derive(serde::Deserialize)]

@@ -19,7 +19,7 @@ use super::mcp_headers::{self, Route};
 use super::waits::{self, Plan, Waited, Waits};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
 use parley_forum::mcp::codes::{INVALID_REQUEST, PARSE_ERROR};
-use parley_forum::mcp::error_response;
+use parley_forum::mcp::{error_response, McpReply, ToolOutcome};
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     // A token that is absent goes on to the engine, which answers the operations that
@@ -66,25 +66,34 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
     };
     let route = mcp_headers::route(&headers);
+    let size = text.len();
+    // Parsed once, here: to check its headers, to name its tool in the log, to plan
+    // a wait, and for the engine to answer it. The engine's answer says what the
+    // status and the log need, so it is never read back either.
+    let parsed = serde_json::from_str::<Value>(&text).ok();
     if route == Route::Modern {
-        if let Ok(body) = serde_json::from_str::<Value>(&text) {
-            if let Some(rejection) = mcp_headers::reject(&headers, &body) {
+        if let Some(body) = &parsed {
+            if let Some(rejection) = mcp_headers::reject(&headers, body) {
                 return json_response(mcp_headers::status(route, &rejection), &rejection);
             }
         }
     }
-    let tool = super::log::tool_of(&text);
+    let tool = parsed.as_ref().and_then(super::log::tool_in);
     let forum = app.forum.clone();
-    let reply = match waiting_call(&app.waits, &text) {
-        None => blocking(move || forum.mcp(token.as_deref(), &text)).await,
-        Some((wait, request)) => {
-            let run = move || forum.mcp(token.as_deref(), &request);
-            match waits::wait(&app, wait, run, tool_settled).await {
-                Ok(Waited::Done(reply)) => Ok(reply),
-                Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(&r, &app.waits))),
-                Err(resp) => Err(resp),
+    let reply = match parsed {
+        // Not JSON: the engine answers with its parse error, from the text.
+        None => blocking(move || forum.mcp_reply(token.as_deref(), &text)).await,
+        Some(mut request) => match waiting_call(&app.waits, &mut request) {
+            None => blocking(move || forum.mcp_value(token.as_deref(), request, size)).await,
+            Some(wait) => {
+                let run = move || forum.mcp_value(token.as_deref(), request.clone(), size);
+                match waits::wait(&app, wait, run, tool_settled).await {
+                    Ok(Waited::Done(reply)) => Ok(reply),
+                    Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(r, &app.waits))),
+                    Err(resp) => Err(resp),
+                }
             }
-        }
+        },
     };
     let reply = match reply {
         Ok(reply) => reply,
@@ -92,17 +101,13 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     };
     match reply {
         Some(reply) => {
-            let parsed = serde_json::from_str::<Value>(&reply).ok();
-            let status = parsed
-                .as_ref()
-                .map(|v| mcp_headers::status(route, v))
-                .unwrap_or(StatusCode::OK);
-            let reason = parsed.as_ref().and_then(super::log::reason_in);
-            let mut resp = (status, reply).into_response();
+            let status = mcp_headers::status_of(route, reply.error_code, reply.id.is_null());
+            let mut resp = (status, reply.text).into_response();
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             );
+            let reason = reply.reason;
             super::log::note(&mut resp, super::log::Outcome { tool, reason });
             resp
         }
@@ -110,11 +115,10 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     }
 }
 
-/// For a `tools/call` that is to wait here: how long, and the request with
-/// `wait_ms` left out of its arguments. `None` for every other message, which goes
-/// to the engine as it came.
-fn waiting_call(waits: &Waits, text: &str) -> Option<(std::time::Duration, String)> {
-    let mut request: Value = serde_json::from_str(text).ok()?;
+/// For a `tools/call` that is to wait here: how long, with `wait_ms` taken out of
+/// the request's arguments. `None` for every other message, which goes to the
+/// engine as it came.
+fn waiting_call(waits: &Waits, request: &mut Value) -> Option<std::time::Duration> {
     if request.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;
     }
@@ -125,27 +129,24 @@ fn waiting_call(waits: &Waits, text: &str) -> Option<(std::time::Duration, Strin
         return None;
     };
     arguments.remove("wait_ms");
-    Some((wait, request.to_string()))
+    Some(wait)
 }
 
 /// Whether a reply to a waiting `tools/call` is final: anything but a successful
 /// result without items.
-fn tool_settled(reply: &Option<String>) -> bool {
-    let Some(reply) = reply else {
-        return true;
-    };
-    let Ok(reply) = serde_json::from_str::<Value>(reply) else {
-        return true;
-    };
-    let result = &reply["result"];
-    result["isError"] != Value::Bool(false) || waits::has_items(&result["structuredContent"])
+fn tool_settled(reply: &Option<McpReply>) -> bool {
+    reply
+        .as_ref()
+        .and_then(|r| r.tool)
+        .is_none_or(|t| t.is_error || t.has_items)
 }
 
 /// The reply past the cap on waits: the first run's reply (its id and the era's
 /// result fields) turned into a tool error carrying the refusal.
-fn too_many_waits(first: &str, waits: &Waits) -> String {
-    let Ok(mut reply) = serde_json::from_str::<Value>(first) else {
-        return first.to_string();
+fn too_many_waits(first: McpReply, waits: &Waits) -> McpReply {
+    // The one answer read back, on a path taken only at the cap.
+    let Ok(mut reply) = serde_json::from_str::<Value>(&first.text) else {
+        return first;
     };
     let refusal = waits.refusal();
     let text = format!(
@@ -158,7 +159,15 @@ fn too_many_waits(first: &str, waits: &Waits) -> String {
         result.insert("structuredContent".into(), json!({ "error": refusal }));
         result.insert("isError".into(), Value::Bool(true));
     }
-    reply.to_string()
+    McpReply {
+        text: reply.to_string(),
+        reason: Some(waits::TOO_MANY_WAITS.to_string()),
+        tool: first.tool.map(|t| ToolOutcome {
+            is_error: true,
+            ..t
+        }),
+        ..first
+    }
 }
 
 /// 405 for GET (this server opens no SSE stream) and DELETE (it keeps no sessions).

@@ -123,7 +123,16 @@ pub(crate) fn reject(headers: &HeaderMap, body: &Value) -> Option<Value> {
 /// 404 for an unknown method); in the legacy era, 400 only for a message that could
 /// not be read at all. Everything else, errors included, rides on 200.
 pub(crate) fn status(route: Route, reply: &Value) -> StatusCode {
-    let Some(code) = reply["error"]["code"].as_i64() else {
+    status_of(
+        route,
+        reply["error"]["code"].as_i64(),
+        reply["id"].is_null(),
+    )
+}
+
+/// [`status`] of an answer known by its error code and whether its id is `null`.
+pub(crate) fn status_of(route: Route, code: Option<i64>, id_null: bool) -> StatusCode {
+    let Some(code) = code else {
         return StatusCode::OK;
     };
     match route {
@@ -137,9 +146,7 @@ pub(crate) fn status(route: Route, reply: &Value) -> StatusCode {
             METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
             _ => StatusCode::OK,
         },
-        Route::Legacy
-            if code == PARSE_ERROR || (code == INVALID_REQUEST && reply["id"].is_null()) =>
-        {
+        Route::Legacy if code == PARSE_ERROR || (code == INVALID_REQUEST && id_null) => {
             StatusCode::BAD_REQUEST
         }
         Route::Legacy => StatusCode::OK,

@@ -23,7 +23,7 @@
 mod connections;
 mod host;
 mod log;
-pub(crate) use log::{reason_in, tool_of};
+pub(crate) use log::tool_of;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
