@@ -82,7 +82,9 @@ impl Limits {
         ]
     }
 
-    fn set(&mut self, name: &str, value: usize) -> bool {
+    /// Sets the limit `name` (a key of SPEC §9's table); `false` for a name that is
+    /// none. Checked with the rest by [`Config::validate`].
+    pub fn set(&mut self, name: &str, value: usize) -> bool {
         let slot = match name {
             "body_max_chars" => &mut self.body_max_chars,
             "provenance_max_chars" => &mut self.provenance_max_chars,
@@ -214,7 +216,20 @@ impl Config {
                     config.realm = realm.to_string();
                 }
                 "limits" => config.limits = parse_limits(value)?,
-                "profiles" => (config.dialectic, config.listen) = parse_profiles(value)?,
+                "profiles" => {
+                    let list = value.as_array().ok_or_else(|| {
+                        Error::InvalidArgument("profiles must be a list of names".into())
+                    })?;
+                    let names = list
+                        .iter()
+                        .map(|n| {
+                            n.as_str().ok_or_else(|| {
+                                Error::InvalidArgument(format!("unknown profile {n}"))
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    config.set_profiles(&names)?;
+                }
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -234,6 +249,25 @@ impl Config {
         }
         config.validate()?;
         Ok(config)
+    }
+
+    /// Switches on the profiles named (`dialectic`, `listen`) and off the others.
+    pub fn set_profiles<S: AsRef<str>>(&mut self, names: &[S]) -> Result<()> {
+        let (mut dialectic, mut listen) = (false, false);
+        for name in names {
+            match name.as_ref() {
+                "dialectic" => dialectic = true,
+                "listen" => listen = true,
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "unknown profile {}",
+                        Value::from(other)
+                    )))
+                }
+            }
+        }
+        (self.dialectic, self.listen) = (dialectic, listen);
+        Ok(())
     }
 
     /// Checks the realm and the limits.
@@ -262,23 +296,6 @@ fn parse_limits(value: &Value) -> Result<Limits> {
         }
     }
     Ok(limits)
-}
-
-/// The profiles switched on, by name: `(dialectic, listen)`. A profile not listed
-/// is off.
-fn parse_profiles(value: &Value) -> Result<(bool, bool)> {
-    let list = value
-        .as_array()
-        .ok_or_else(|| Error::InvalidArgument("profiles must be a list of names".into()))?;
-    let (mut dialectic, mut listen) = (false, false);
-    for name in list {
-        match name.as_str() {
-            Some("dialectic") => dialectic = true,
-            Some("listen") => listen = true,
-            _ => return Err(Error::InvalidArgument(format!("unknown profile {name}"))),
-        }
-    }
-    Ok((dialectic, listen))
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use parley_forum::{Config, Forum, Right, TokenKind, TokenSpec};
+use parley_forum::{Config, Durability, Error, Forum, Right, TokenKind, TokenSpec};
 use pyo3::exceptions::{PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyBytes, PyDict, PyInt, PyList, PyMapping, PySequence, PyString, PyTuple,
 };
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::args;
 use crate::commits::CommitPipe;
@@ -64,21 +64,33 @@ impl PyForum {
         #[pyo3(from_py_with = args::durable)] durable: bool,
         clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut settings = Map::new();
-        settings.insert("realm".into(), json!(realm));
-        if let Some(limits) = limits {
-            settings.insert("limits".into(), limits_json(&limits)?);
-        }
-        let profiles = match profiles {
-            Some(profiles) => str_list(&profiles, "profiles")?,
-            None => vec!["dialectic".to_string(), "listen".to_string()],
+        // Built field by field: the arguments are Python values, checked here.
+        let mut config = Config {
+            realm,
+            durability: if durable {
+                Durability::Durable
+            } else {
+                Durability::Volatile
+            },
+            ..Config::default()
         };
-        settings.insert("profiles".into(), json!(profiles));
-        settings.insert("durable".into(), json!(durable));
-        if let Some(clock) = clock {
-            settings.insert("clock".into(), json!(clock_text(py, &clock)?));
+        if let Some(limits) = limits {
+            set_limits(py, &mut config, &limits)?;
         }
-        let config = Config::from_json(&Value::Object(settings)).map_err(|e| to_pyerr(py, e))?;
+        if let Some(profiles) = profiles {
+            let names = str_list(&profiles, "profiles")?;
+            config.set_profiles(&names).map_err(|e| to_pyerr(py, e))?;
+        }
+        if let Some(clock) = clock {
+            let at = parley_forum::time::parse(&clock_text(py, &clock)?).ok_or_else(|| {
+                to_pyerr(
+                    py,
+                    Error::InvalidArgument("clock must be an RFC 3339 time".into()),
+                )
+            })?;
+            config.clock = Config::fixed_clock(at);
+        }
+        config.validate().map_err(|e| to_pyerr(py, e))?;
         let opened = match &path {
             Some(path) => {
                 let path = path.clone();
@@ -341,20 +353,21 @@ fn str_list(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
 }
 
 /// `limits` must map limit names to non-negative ints; booleans are not ints here.
-fn limits_json(limits: &Bound<'_, PyAny>) -> PyResult<Value> {
+fn set_limits(py: Python<'_>, config: &mut Config, limits: &Bound<'_, PyAny>) -> PyResult<()> {
     let dict = limits.cast::<PyDict>().map_err(|_| {
         PyTypeError::new_err(format!(
             "limits must be a dict of str to int, not '{}'",
             type_name(limits)
         ))
     })?;
+    let invalid = |message: String| to_pyerr(py, Error::InvalidArgument(message));
     for (key, value) in dict.iter() {
-        if !key.is_instance_of::<PyString>() {
+        let Ok(name) = key.cast::<PyString>() else {
             return Err(PyTypeError::new_err(format!(
                 "limits: keys must be str, not '{}'",
                 type_name(&key)
             )));
-        }
+        };
         if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
             return Err(PyTypeError::new_err(format!(
                 "limits[{}] must be an int, not '{}'",
@@ -362,8 +375,17 @@ fn limits_json(limits: &Bound<'_, PyAny>) -> PyResult<Value> {
                 type_name(&value)
             )));
         }
+        let name = name.to_cow()?;
+        let Ok(n) = value.extract::<usize>() else {
+            return Err(invalid(format!(
+                "limit {name} must be a non-negative integer"
+            )));
+        };
+        if !config.limits.set(&name, n) {
+            return Err(invalid(format!("unknown limit `{name}`")));
+        }
     }
-    to_json(limits, "limits")
+    Ok(())
 }
 
 /// `clock` is an RFC 3339 string or a timezone-aware `datetime`.
