@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::records::ClaimRec;
+use crate::protocol::records::ClaimRec;
 
 /// A claim's status. Stored and shown by its wire name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -76,7 +76,7 @@ pub(crate) fn derive(claim: &ClaimRec, counter_statuses: &[ClaimStatus]) -> Clai
 mod tests {
     use super::ClaimStatus::*;
     use super::*;
-    use crate::store::records::Support;
+    use crate::protocol::records::Support;
 
     fn claim() -> ClaimRec {
         ClaimRec {

@@ -11,7 +11,7 @@ use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::Checked;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{self, Effect, State};
-use crate::store::records::{Awaiting, Change, ClaimRec, MessageRec, ThreadRec};
+use crate::protocol::records::{Awaiting, Change, ClaimRec, MessageRec, ThreadRec};
 
 /// A decision, or the refusal of the post.
 pub(crate) type Decided<T> = std::result::Result<T, Refusal>;

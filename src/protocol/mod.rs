@@ -8,6 +8,7 @@ pub mod envelope;
 pub mod evidence;
 pub mod ids;
 pub mod kinds;
+pub mod records;
 pub mod rights;
 pub mod state;
 pub mod words;

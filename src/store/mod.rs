@@ -10,7 +10,7 @@ mod codec;
 mod expiry;
 mod file;
 mod map_migration;
-pub mod records;
+pub use crate::protocol::records;
 mod redb_open;
 mod redb_store;
 mod tables;

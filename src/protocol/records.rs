@@ -1,4 +1,6 @@
-//! What the engine stores: one record type per table, encoded as JSON.
+//! The records of a forum: what the engine reads and writes through the storage
+//! interface, one type per kind of record. The domain's data, so they live with the
+//! protocol; `store::records` names them for backends.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
