@@ -10,8 +10,8 @@ use crate::error::{Reason, Refusal};
 use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::Checked;
 use crate::protocol::ids::IdKind;
-use crate::protocol::state::{self, Effect, State};
 use crate::protocol::records::{Awaiting, Change, ClaimRec, MessageRec, ThreadRec};
+use crate::protocol::state::{self, Effect, State};
 
 /// A decision, or the refusal of the post.
 pub(crate) type Decided<T> = std::result::Result<T, Refusal>;

@@ -1,10 +1,10 @@
 //! The envelope (SPEC §3): syntax and field rules, checked without storage.
 
 use serde_json::{Map, Value};
-use sha2::Digest;
 
 use super::acts::Act;
 use super::evidence::{self, Evidence};
+use super::hashes::{self, body_hash};
 use super::ids::{self, parse_id, IdKind};
 use super::state::State;
 use crate::config::Limits;
@@ -88,15 +88,10 @@ fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
+/// Whether the act takes `field`: read from the act table, which the manifest shows.
 fn allowed_for(act: Act, field: &str) -> bool {
-    match field {
-        "to" => matches!(act, Act::Ask | Act::Handoff | Act::Reopen),
-        "state" => act == Act::Mark,
-        "claim" => act.names_claim(),
-        "evidence" => matches!(act, Act::Assert | Act::Attest | Act::Refute | Act::Verify),
-        "supersedes" | "valid_until" => act == Act::Assert,
-        _ => true,
-    }
+    let spec = act.spec();
+    spec.required.contains(&field) || spec.optional.contains(&field)
 }
 
 fn string<'a>(value: &'a Value, field: &str) -> Result<&'a str, Refusal> {
@@ -123,46 +118,9 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
     let obj = value
         .as_object()
         .ok_or_else(|| Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object"))?;
-
-    // `null` is absent here as for every field (strict tool schemas send it).
-    if let Some(version) = present(obj, "parley") {
-        if version.as_str() != Some("1") {
-            return Err(Refusal::new(
-                Reason::UnsupportedVersion,
-                format!("parley version {version} is not supported; send \"1\""),
-            )
-            .with_field("parley"));
-        }
-    }
-
-    let kind = match obj.get("kind") {
-        None | Some(Value::Null) => return Err(invalid("kind", "the envelope needs a `kind`")),
-        Some(v) => string(v, "kind")?,
-    };
-    let act = Act::from_kind(kind, dialectic).ok_or_else(|| {
-        Refusal::new(
-            Reason::UnknownKind,
-            format!("`{kind}` is not a speech act of this forum"),
-        )
-        .with_field("kind")
-    })?;
-
-    for key in obj.keys() {
-        let k = key.as_str();
-        if !(COMMON.contains(&k) || SPECIFIC.contains(&k) || SERVER_SET.contains(&k)) {
-            return Err(invalid(k, format!("unknown field `{k}`")));
-        }
-    }
-    for key in SPECIFIC {
-        if present(obj, key).is_some() && !allowed_for(act, key) {
-            return Err(invalid(key, format!("`{key}` is not allowed on `{kind}`")));
-        }
-    }
-    for key in act.spec().required {
-        if present(obj, key).is_none() {
-            return Err(invalid(key, format!("`{kind}` needs `{key}`")));
-        }
-    }
+    check_version(obj)?;
+    let (kind, act) = check_kind(obj, dialectic)?;
+    check_fields(obj, act, kind)?;
 
     let thread = present(obj, "thread")
         .map(|v| id(IdKind::Thread, v, "thread"))
@@ -173,30 +131,8 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
     let extension = check_from(obj, limits)?;
     let provenance = check_provenance(obj, limits)?;
     let idempotency = check_idempotency(obj)?;
-
-    let to = match present(obj, "to") {
-        None => None,
-        Some(v) => {
-            let to = string(v, "to")?;
-            if !ids::is_identity(to) {
-                return Err(invalid(
-                    "to",
-                    format!("`to` must be an identity like realm:handle, not `{to}`"),
-                ));
-            }
-            Some(to.to_string())
-        }
-    };
-    let state = match present(obj, "state") {
-        None => None,
-        Some(v) => {
-            let name = string(v, "state")?;
-            Some(
-                State::from_name(name)
-                    .ok_or_else(|| invalid("state", format!("`{name}` is not a state")))?,
-            )
-        }
-    };
+    let to = check_to(obj)?;
+    let state = check_state(obj)?;
     let claim = present(obj, "claim")
         .map(|v| id(IdKind::Claim, v, "claim"))
         .transpose()?;
@@ -215,23 +151,7 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
                 .ok_or_else(|| invalid("valid_until", "`valid_until` must be an RFC 3339 time"))?,
         ),
     };
-
-    let body = string(obj.get("body").unwrap_or(&Value::Null), "body")?;
-    if body.trim().is_empty() {
-        return Err(invalid("body", "the body must not be empty"));
-    }
-    if body.chars().count() > limits.body_max_chars {
-        return Err(Refusal::new(
-            Reason::BodyTooLong,
-            format!(
-                "the body has {} characters; at most {} are allowed",
-                body.chars().count(),
-                limits.body_max_chars
-            ),
-        )
-        .with_field("body")
-        .with_limit("body_max_chars"));
-    }
+    let body = check_body(obj, limits)?;
 
     Ok(Checked {
         act,
@@ -251,42 +171,110 @@ pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked,
     })
 }
 
+/// `parley`, when sent, is `"1"`. `null` is absent here as for every field (strict
+/// tool schemas send it).
+fn check_version(obj: &Map<String, Value>) -> Result<(), Refusal> {
+    if let Some(version) = present(obj, "parley") {
+        if version.as_str() != Some("1") {
+            return Err(Refusal::new(
+                Reason::UnsupportedVersion,
+                format!("parley version {version} is not supported; send \"1\""),
+            )
+            .with_field("parley"));
+        }
+    }
+    Ok(())
+}
+
+/// `kind`: present, a string, an act of this forum.
+fn check_kind(obj: &Map<String, Value>, dialectic: bool) -> Result<(&str, Act), Refusal> {
+    let kind = match obj.get("kind") {
+        None | Some(Value::Null) => return Err(invalid("kind", "the envelope needs a `kind`")),
+        Some(v) => string(v, "kind")?,
+    };
+    let act = Act::from_kind(kind, dialectic).ok_or_else(|| {
+        Refusal::new(
+            Reason::UnknownKind,
+            format!("`{kind}` is not a speech act of this forum"),
+        )
+        .with_field("kind")
+    })?;
+    Ok((kind, act))
+}
+
+/// No unknown field, no field the act does not take, every field it needs.
+fn check_fields(obj: &Map<String, Value>, act: Act, kind: &str) -> Result<(), Refusal> {
+    for key in obj.keys() {
+        let k = key.as_str();
+        if !(COMMON.contains(&k) || SPECIFIC.contains(&k) || SERVER_SET.contains(&k)) {
+            return Err(invalid(k, format!("unknown field `{k}`")));
+        }
+    }
+    for key in SPECIFIC {
+        if present(obj, key).is_some() && !allowed_for(act, key) {
+            return Err(invalid(key, format!("`{key}` is not allowed on `{kind}`")));
+        }
+    }
+    for key in act.spec().required {
+        if present(obj, key).is_none() {
+            return Err(invalid(key, format!("`{kind}` needs `{key}`")));
+        }
+    }
+    Ok(())
+}
+
+/// `to`: an identity.
+fn check_to(obj: &Map<String, Value>) -> Result<Option<String>, Refusal> {
+    let Some(v) = present(obj, "to") else {
+        return Ok(None);
+    };
+    let to = string(v, "to")?;
+    if !ids::is_identity(to) {
+        return Err(invalid(
+            "to",
+            format!("`to` must be an identity like realm:handle, not `{to}`"),
+        ));
+    }
+    Ok(Some(to.to_string()))
+}
+
+/// `state`: a state's name.
+fn check_state(obj: &Map<String, Value>) -> Result<Option<State>, Refusal> {
+    let Some(v) = present(obj, "state") else {
+        return Ok(None);
+    };
+    let name = string(v, "state")?;
+    State::from_name(name)
+        .map(Some)
+        .ok_or_else(|| invalid("state", format!("`{name}` is not a state")))
+}
+
+/// The body: a string, not blank, within `body_max_chars`.
+fn check_body<'a>(obj: &'a Map<String, Value>, limits: &Limits) -> Result<&'a str, Refusal> {
+    let body = string(obj.get("body").unwrap_or(&Value::Null), "body")?;
+    if body.trim().is_empty() {
+        return Err(invalid("body", "the body must not be empty"));
+    }
+    let chars = body.chars().count();
+    if chars > limits.body_max_chars {
+        return Err(Refusal::new(
+            Reason::BodyTooLong,
+            format!(
+                "the body has {chars} characters; at most {} are allowed",
+                limits.body_max_chars
+            ),
+        )
+        .with_field("body")
+        .with_limit("body_max_chars"));
+    }
+    Ok(body)
+}
+
 fn is_key(key: &str) -> bool {
     (1..=KEY_MAX).contains(&key.len())
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
-}
-
-/// SHA-256 of the envelope as canonical JSON without `idempotency_key`: serde_json's
-/// map keeps its keys sorted, so equal envelopes give equal text. Written straight
-/// into the hasher, without a copy of the envelope.
-fn digest_without_key(obj: &Map<String, Value>) -> sha2::digest::Output<sha2::Sha256> {
-    struct Hashing(sha2::Sha256);
-    impl std::io::Write for Hashing {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.update(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut h = Hashing(sha2::Sha256::new());
-    let mut first = true;
-    h.0.update(b"{");
-    for (k, v) in obj.iter().filter(|(k, _)| k.as_str() != "idempotency_key") {
-        if !first {
-            h.0.update(b",");
-        }
-        first = false;
-        // Writing JSON into a hasher cannot fail.
-        let _ = serde_json::to_writer(&mut h, k);
-        h.0.update(b":");
-        let _ = serde_json::to_writer(&mut h, v);
-    }
-    h.0.update(b"}");
-    h.0.finalize()
 }
 
 /// `idempotency_key`: 1-128 characters of `[A-Za-z0-9._:-]`.
@@ -301,47 +289,12 @@ fn check_idempotency(obj: &Map<String, Value>) -> Result<Option<Idempotency>, Re
             format!("`idempotency_key` is 1-{KEY_MAX} characters of [A-Za-z0-9._:-]"),
         ));
     }
-    let full: [u8; 32] = digest_without_key(obj).into();
+    let full: [u8; 32] = hashes::digest_without_key(obj).into();
     let digest = u64::from_le_bytes(full[..8].try_into().expect("8 bytes"));
     Ok(Some(Idempotency {
         key: key.to_string(),
         digest,
     }))
-}
-
-/// FNV-1a of the body with runs of whitespace collapsed and ends trimmed: the
-/// repeat guard's notion of "the same body". A stable hash, so stored values keep
-/// their meaning across builds; a collision could only refuse its own author.
-pub fn body_hash(body: &str) -> u64 {
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut mix = |byte: u8| hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
-    if body.is_ascii() {
-        // The same bytes as below, without decoding characters: most bodies are
-        // ASCII, and this runs for every post.
-        let (mut started, mut gap) = (false, false);
-        for &byte in body.as_bytes() {
-            // `char::is_whitespace` on ASCII: tab, LF, VT, FF, CR and space.
-            if matches!(byte, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ') {
-                gap = started;
-            } else {
-                if gap {
-                    mix(b' ');
-                    gap = false;
-                }
-                mix(byte);
-                started = true;
-            }
-        }
-    } else {
-        for (i, word) in body.split_whitespace().enumerate() {
-            if i > 0 {
-                mix(b' ');
-            }
-            word.bytes().for_each(&mut mix);
-        }
-    }
-    hash
 }
 
 fn check_from(obj: &Map<String, Value>, limits: &Limits) -> Result<Option<String>, Refusal> {
@@ -588,26 +541,5 @@ mod tests {
             ..Limits::default()
         };
         assert!(check(&json!({"kind": "ask", "body": "äöü"}), &limits, true).is_ok());
-    }
-}
-
-#[cfg(test)]
-mod digest_tests {
-    use super::*;
-
-    #[test]
-    fn the_digest_is_that_of_the_canonical_envelope_without_its_key() {
-        let with_key = serde_json::json!({
-            "kind": "ask", "body": "b \"q\" ü", "idempotency_key": "k", "from": {"extension": "e"}
-        });
-        let mut without = with_key.as_object().unwrap().clone();
-        without.remove("idempotency_key");
-        let expected: [u8; 32] = sha2::Sha256::digest(serde_json::to_vec(&without).unwrap()).into();
-        let got: [u8; 32] = digest_without_key(with_key.as_object().unwrap()).into();
-        assert_eq!(got, expected);
-        let reordered =
-            serde_json::json!({"from": {"extension": "e"}, "body": "b \"q\" ü", "kind": "ask"});
-        let got2: [u8; 32] = digest_without_key(reordered.as_object().unwrap()).into();
-        assert_eq!(got2, expected, "key order does not matter");
     }
 }

@@ -6,6 +6,7 @@ pub mod claim;
 pub(crate) mod decide;
 pub mod envelope;
 pub mod evidence;
+pub(crate) mod hashes;
 pub mod ids;
 pub mod kinds;
 pub mod records;
