@@ -74,7 +74,6 @@ pub(crate) fn body_hash(body: &str) -> u64 {
 #[cfg(test)]
 mod digest_tests {
     use super::*;
-    use sha2::Digest as _;
 
     #[test]
     fn the_digest_is_that_of_the_canonical_envelope_without_its_key() {
