@@ -1,0 +1,261 @@
+//! The reads of a snapshot and of a writer, written once for both.
+
+use super::*;
+
+/// The next `(position, thread)` of an index range.
+fn next_entry(range: &mut redb::Range<'_, &'static [u8], u64>) -> Result<Option<(u64, u64)>> {
+    match range.next() {
+        Some(entry) => {
+            let (k, v) = entry?;
+            Ok(Some((key::tail(k.value()), v.value())))
+        }
+        None => Ok(None),
+    }
+}
+
+/// One implementation of the reads for snapshots and writers alike.
+macro_rules! impl_read {
+    ($ty:ty) => {
+        impl ReadTx for $ty {
+            fn last_id(&self, kind: IdKind) -> Result<u64> {
+                let last = match kind {
+                    // Each thread's record is the last key of its range.
+                    IdKind::Thread => self.table(MESSAGES)?.last()?.map(|(k, _)| k.value().0),
+                    IdKind::Message => Some(blocks::last(&self.table(MESSAGES)?)?),
+                    IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
+                };
+                Ok(last.unwrap_or(0))
+            }
+
+            fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
+                match self.table(TOKENS)?.get(key)? {
+                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {
+                match self.table(IDENTITIES)?.get(identity)? {
+                    Some(guard) => Ok(Some(decode(guard.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn identities(&self) -> Result<Vec<(String, IdentityRec)>> {
+                let table = self.table(IDENTITIES)?;
+                let mut out = Vec::new();
+                for entry in table.iter()? {
+                    let (k, v) = entry?;
+                    out.push((k.value().to_string(), decode(v.value())?));
+                }
+                Ok(out)
+            }
+
+            fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
+                self.thread_record(id)
+            }
+
+            fn message(&self, id: u64) -> Result<Option<MessageRec>> {
+                let table = self.table(MESSAGES)?;
+                let Some(place) = blocks::place(&table, id)? else {
+                    return Ok(None);
+                };
+                let found = match table.get((place.thread, id))? {
+                    Some(guard) => Some(codec::decode(guard.value())?),
+                    None => None,
+                };
+                Ok(found)
+            }
+
+            fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
+                if thread == blocks::BLOCKS {
+                    return Ok(Vec::new());
+                }
+                let table = self.table(MESSAGES)?;
+                // Sized once: grown by doubling, a long thread's list is copied and
+                // freed several times over, and glibc sweeps its small free chunks
+                // at each large free.
+                let mut out = Vec::with_capacity(expected.min(1 << 16));
+                for entry in table.range((thread, 0)..(thread, THREAD_RECORD))? {
+                    out.push(codec::decode(entry?.1.value())?);
+                }
+                Ok(out)
+            }
+
+            fn claim(&self, id: u64) -> Result<Option<ClaimRec>> {
+                get_json(&self.table(CLAIMS)?, id)
+            }
+
+            fn event(&self, id: u64) -> Result<Option<EventRec>> {
+                get_json(&self.table(EVENTS)?, id)
+            }
+
+            fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>> {
+                let table = self.table(INDEX)?;
+                let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
+                let mut out = Vec::new();
+                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
+                    let at = entry?.1.value() as i64;
+                    if at >= since {
+                        out.push(at);
+                    }
+                }
+                out.sort_unstable();
+                Ok(out)
+            }
+
+            fn scan_turns(&self, identity: &str, after: u64, visit: Visit<'_>) -> Result<()> {
+                let table = self.table(INDEX)?;
+                let (lo, hi) = (
+                    key::turn(identity, after.saturating_add(1)),
+                    key::turn(identity, u64::MAX),
+                );
+                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
+                    let (k, v) = entry?;
+                    if visit(key::tail(k.value()), v.value())? == Flow::Stop {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+
+            fn scan_activity(
+                &self,
+                state: Option<State>,
+                after: u64,
+                visit: Visit<'_>,
+            ) -> Result<()> {
+                // Each thread sits once, under its state. The whole list is the
+                // merge of the per-state lists, each already in position order.
+                let table = self.table(INDEX)?;
+                let states: Vec<State> = match state {
+                    Some(s) => vec![s],
+                    None => State::FORWARD.into_iter().chain(State::SIDE).collect(),
+                };
+                let mut ranges = Vec::with_capacity(states.len());
+                for s in states {
+                    let (lo, hi) = (
+                        key::activity(s.code(), after.saturating_add(1)),
+                        key::activity(s.code(), u64::MAX),
+                    );
+                    let mut range = table.range(lo.as_slice()..=hi.as_slice())?;
+                    let head = next_entry(&mut range)?;
+                    ranges.push((range, head));
+                }
+                loop {
+                    let Some(i) = (0..ranges.len())
+                        .filter(|i| ranges[*i].1.is_some())
+                        .min_by_key(|i| ranges[*i].1.map(|(pos, _)| pos))
+                    else {
+                        break;
+                    };
+                    let (pos, thread) = ranges[i].1.take().expect("chosen for its head");
+                    if visit(pos, thread)? == Flow::Stop {
+                        break;
+                    }
+                    ranges[i].1 = next_entry(&mut ranges[i].0)?;
+                }
+                Ok(())
+            }
+
+            fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
+                let tables = crate::store::words::Tables {
+                    blocks: &self.table(WORD_BLOCKS)?,
+                    messages: &self.table(MESSAGES)?,
+                    merged: crate::store::words::merged_through(&self.table(META)?)?,
+                    last: self.last_id(IdKind::Message)?,
+                };
+                crate::store::words::search(&tables, words, before, &mut |m, t| {
+                    Ok(visit(m, t)? == Flow::Continue)
+                })
+            }
+
+            fn remembered(
+                &self,
+                identity: &str,
+                key: &str,
+            ) -> Result<Option<(Remembered, MessageRec)>> {
+                let record = key::idempotency(identity, key);
+                let found = self
+                    .table(INDEX)?
+                    .get(record.as_slice())?
+                    .map(|v| v.value());
+                let Some(id) = found else {
+                    return Ok(None);
+                };
+                // The post's time and digest are its message's.
+                let Some(message) = self.message(id)? else {
+                    return Ok(None);
+                };
+                let Some(digest) = message.key.as_ref().map(|k| k.digest) else {
+                    return Ok(None);
+                };
+                let post = Remembered {
+                    message: id,
+                    at: message.created_at,
+                    digest,
+                };
+                Ok(Some((post, message)))
+            }
+
+            fn scan_messages(
+                &self,
+                thread: Option<u64>,
+                after: u64,
+                visit: Visit<'_>,
+            ) -> Result<()> {
+                let from = after.saturating_add(1);
+                match thread {
+                    None => blocks::scan(&self.table(MESSAGES)?, after, |id, place| {
+                        Ok(visit(id, place.thread)? == Flow::Continue)
+                    })?,
+                    Some(blocks::BLOCKS) => {}
+                    Some(thread) => {
+                        let table = self.table(MESSAGES)?;
+                        for entry in table.range((thread, from)..(thread, THREAD_RECORD))? {
+                            let (k, _) = entry?;
+                            if visit(k.value().1, thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+
+            fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
+                let from = after.saturating_add(1);
+                match thread {
+                    None => {
+                        let table = self.table(EVENTS)?;
+                        for entry in table.range(from..)? {
+                            let (k, v) = entry?;
+                            let event: EventRec = decode(v.value())?;
+                            if visit(k.value(), event.thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                    Some(thread) => {
+                        let table = self.table(INDEX)?;
+                        let (lo, hi) = (
+                            key::thread_event(thread, from),
+                            key::thread_event(thread, u64::MAX),
+                        );
+                        for entry in table.range(lo.as_slice()..=hi.as_slice())? {
+                            let (k, _) = entry?;
+                            if visit(key::tail(k.value()), thread)? == Flow::Stop {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+impl_read!(Snapshot);
+impl_read!(Writer<'_>);

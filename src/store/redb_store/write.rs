@@ -1,0 +1,192 @@
+//! The writes of one transaction, and its commit.
+
+use super::*;
+
+impl WriteTx for Writer<'_> {
+    fn next_id(&mut self, kind: IdKind) -> Result<u64> {
+        let k = kind as usize;
+        let last = match self.ids[k] {
+            Some(last) => last,
+            None => {
+                let known = self
+                    .store
+                    .last_ids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())[k];
+                match known {
+                    Some(last) => last,
+                    None => self.last_id(kind)?,
+                }
+            }
+        };
+        self.ids[k] = Some(last + 1);
+        Ok(last + 1)
+    }
+
+    fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
+        self.table(TOKENS)?.insert(key, encode(token)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
+        self.table(IDENTITIES)?
+            .insert(identity, encode(rec)?.as_slice())?;
+        Ok(())
+    }
+
+    fn put_post(
+        &mut self,
+        message: &MessageRec,
+        thread: &Arc<ThreadRec>,
+        before: Option<&ThreadSpot>,
+        after: &ThreadSpot,
+    ) -> Result<()> {
+        let turn = |a: &Option<Awaiting>| a.as_ref().map(|a| key::turn(&a.identity, a.message));
+        let old_turn = before.and_then(|b| turn(&b.awaiting));
+        let new_turn = turn(&after.awaiting);
+        // Each table is opened once: an open costs about as much as an insert.
+        {
+            let mut index = self.table(INDEX)?;
+            if old_turn != new_turn {
+                if let Some(k) = &old_turn {
+                    index.remove(k.as_slice())?;
+                }
+                if let Some(k) = &new_turn {
+                    index.insert(k.as_slice(), thread.id)?;
+                }
+            }
+            if let Some(b) = before {
+                index.remove(key::activity(b.state.code(), b.last_message).as_slice())?;
+            }
+            index.insert(
+                key::activity(after.state.code(), after.last_message).as_slice(),
+                thread.id,
+            )?;
+        }
+        let mut messages = self.table(MESSAGES)?;
+        blocks::put(
+            &mut messages,
+            message.id,
+            message.thread,
+            message.key.is_some(),
+        )?;
+        messages.insert(
+            (message.thread, message.id),
+            codec::encode(message).as_slice(),
+        )?;
+        messages.insert(
+            (thread.id, THREAD_RECORD),
+            codec::encode_thread(thread).as_slice(),
+        )?;
+        drop(messages);
+        self.written.insert(thread.id, Arc::clone(thread));
+        Ok(())
+    }
+
+    fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
+        self.table(CLAIMS)?
+            .insert(claim.id, encode(claim)?.as_slice())?;
+        Ok(())
+    }
+
+    fn index_words(&mut self, message: u64) -> Result<()> {
+        let merged = match self.words_merged {
+            Some(m) => m,
+            None => {
+                let known = *self
+                    .store
+                    .words_merged
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                match known {
+                    Some(m) => m,
+                    None => crate::store::words::merged_through(&self.table(META)?)?,
+                }
+            }
+        };
+        let now = crate::store::words::note(&self.txn, merged, message)?;
+        self.words_merged = Some(now.unwrap_or(merged));
+        Ok(())
+    }
+
+    fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
+        // The digest and time are in the message's record (put by `put_post`); an
+        // expired record under the same key is replaced, and its message's entry
+        // in the map of keyed posts no longer matches it (see `forget_remembered`).
+        self.table(INDEX)?
+            .insert(key::idempotency(identity, key).as_slice(), post.message)?;
+        Ok(())
+    }
+
+    fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
+        crate::store::expiry::forget(&self.txn, before, max)
+    }
+
+    fn put_event(&mut self, event: &EventRec) -> Result<()> {
+        self.table(EVENTS)?
+            .insert(event.id, encode(event)?.as_slice())?;
+        self.table(INDEX)?
+            .insert(key::thread_event(event.thread, event.id).as_slice(), 0)?;
+        Ok(())
+    }
+
+    fn record_write(
+        &mut self,
+        identity: &str,
+        message: u64,
+        at: i64,
+        forget_before: i64,
+    ) -> Result<()> {
+        let mut index = self.table(INDEX)?;
+        let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
+        let stale: Vec<Vec<u8>> = index
+            .range(lo.as_slice()..=hi.as_slice())?
+            .filter_map(|e| e.ok())
+            .filter(|(_, v)| (v.value() as i64) < forget_before)
+            .map(|(k, _)| k.value().to_vec())
+            .collect();
+        for k in stale {
+            index.remove(k.as_slice())?;
+        }
+        index.insert(key::write(identity, message).as_slice(), at.max(0) as u64)?;
+        Ok(())
+    }
+
+    fn commit_deferred(self: Box<Self>) -> Result<Durable> {
+        let Writer {
+            txn,
+            store,
+            db,
+            ids,
+            written,
+            words_merged,
+        } = *self;
+        // The cache's lock is held from before the commit (which lets the next
+        // writer begin) until its records are in, so that writer sees them; a
+        // failed commit leaves the cache as it was.
+        let mut cache = lock_threads(&store.threads);
+        if let Err(e) = txn.commit() {
+            drop(cache);
+            if commit_failed_on_io(&e) {
+                store.failed(&db);
+            }
+            return Err(e.into());
+        }
+        for thread in written.into_values() {
+            keep_thread(&mut cache, thread);
+        }
+        drop(cache);
+        let mut known = store.last_ids.lock().unwrap_or_else(|p| p.into_inner());
+        for (known, handed) in known.iter_mut().zip(ids) {
+            if handed.is_some() {
+                *known = handed;
+            }
+        }
+        drop(known);
+        if words_merged.is_some() {
+            *store.words_merged.lock().unwrap_or_else(|p| p.into_inner()) = words_merged;
+        }
+        // redb's durable commit returned: the commit is on disk.
+        Ok(Durable::done())
+    }
+}
