@@ -7,7 +7,8 @@ use parley_forum::{Config, Envelope, Forum, Right, State, TokenSpec};
 
 fn main() -> Result<(), parley_forum::Error> {
     let dir = std::env::temp_dir().join(format!("parley-quickstart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| parley_forum::Error::Storage(e.to_string()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| parley_forum::Error::storage_caused_by(e.to_string(), e))?;
 
     let forum = Forum::open(dir.join("quickstart.redb"), Config::default())?;
     let alice = forum.create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))?;
@@ -26,6 +27,7 @@ fn main() -> Result<(), parley_forum::Error> {
     println!("{}", serde_json::to_string_pretty(&inbox).expect("JSON"));
 
     drop(forum);
-    std::fs::remove_dir_all(&dir).map_err(|e| parley_forum::Error::Storage(e.to_string()))?;
+    std::fs::remove_dir_all(&dir)
+        .map_err(|e| parley_forum::Error::storage_caused_by(e.to_string(), e))?;
     Ok(())
 }

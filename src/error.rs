@@ -187,10 +187,71 @@ pub enum Error {
     NotAForum(String),
     /// The storage layer failed (I/O, corruption, a lock held by another process).
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[source] StorageError),
+}
+
+/// What failed in the storage layer, in words, with the error that caused it when
+/// there is one (an `io::Error`, say, as [`std::error::Error::source`]).
+#[derive(Debug)]
+pub struct StorageError {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl StorageError {
+    /// A failure described in words.
+    pub fn new(message: String) -> Self {
+        StorageError {
+            message,
+            source: None,
+        }
+    }
+
+    /// A failure caused by `source`.
+    pub fn caused_by(
+        message: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StorageError {
+            message,
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The description.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl Error {
+    /// A storage failure described in words.
+    pub fn storage(message: String) -> Error {
+        Error::Storage(StorageError::new(message))
+    }
+
+    /// A storage failure caused by `source`, described in words.
+    pub fn storage_caused_by(
+        message: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Storage(StorageError::caused_by(message, source))
+    }
+
     /// The refusal, when this error is one.
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
@@ -210,7 +271,7 @@ macro_rules! storage_errors {
     ($($ty:ty),*) => {$(
         impl From<$ty> for Error {
             fn from(err: $ty) -> Self {
-                Error::Storage(err.to_string())
+                Error::storage_caused_by(err.to_string(), err)
             }
         }
     )*};

@@ -47,7 +47,7 @@ pub use config::{Clock, Config, Durability, Limits, Progress};
 pub use engine::listen::{Changed, CommitHook, Subscription};
 pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
-pub use error::{Error, Reason, Refusal, Result};
+pub use error::{Error, Reason, Refusal, Result, StorageError};
 pub use protocol::acts::Act;
 pub use protocol::claim::ClaimStatus;
 pub use protocol::evidence::{Evidence, EvidenceKind};

@@ -248,7 +248,7 @@ fn a_full_disk_is_recovered_without_a_reopen_and_loses_nothing() {
                 if refused == 3 {
                     break;
                 }
-                assert!(!msg.is_empty());
+                assert!(!msg.message().is_empty());
             }
             Err(other) => panic!("unexpected refusal: {other}"),
         }
@@ -287,4 +287,22 @@ fn a_full_disk_is_recovered_without_a_reopen_and_loses_nothing() {
     }
     drop(forum);
     drop(mount);
+}
+
+#[test]
+fn a_failed_open_carries_the_io_error_as_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no such directory").join("forum.redb");
+    let err = Forum::open(&path, Config::default()).unwrap_err();
+    let Error::Storage(storage) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(storage.message().contains("cannot open"), "{storage}");
+    let source = std::error::Error::source(storage).expect("the cause");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    // And the chain starts at the library's error.
+    assert!(std::error::Error::source(&err).is_some());
 }

@@ -193,7 +193,7 @@ impl<O> Slot<O> {
 }
 
 fn failed<O>(why: &str) -> Result<O> {
-    Err(Error::Storage(why.to_string()))
+    Err(Error::storage(why.to_string()))
 }
 
 /// The callers of the jobs a leader took, in order, with each job's place.

@@ -115,7 +115,7 @@ impl Forum {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "an unknown failure".into());
-            Err(Error::Storage(format!(
+            Err(Error::storage(format!(
                 "the call failed inside the storage engine ({what}); the forum file may be \
                  damaged: `parley check` says"
             )))

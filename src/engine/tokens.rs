@@ -203,7 +203,7 @@ impl Forum {
         };
         let mut secret_bytes = [0u8; 24];
         getrandom::fill(&mut secret_bytes)
-            .map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+            .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
         let secret = format!("pt_{}", hex(&secret_bytes));
         let now = self.now();
         let mut tx = self.store.write()?;

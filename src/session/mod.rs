@@ -130,7 +130,7 @@ pub struct Session<'f> {
 }
 
 fn typed<T: for<'de> Deserialize<'de>>(value: &Value) -> Result<T> {
-    T::deserialize(value).map_err(|e| Error::Storage(format!("unexpected result shape: {e}")))
+    T::deserialize(value).map_err(|e| Error::storage(format!("unexpected result shape: {e}")))
 }
 
 impl Forum {

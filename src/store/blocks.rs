@@ -30,7 +30,7 @@ pub(super) struct Place {
 }
 
 fn damaged() -> Error {
-    Error::Storage("a block of the message map is unreadable".into())
+    Error::storage("a block of the message map is unreadable".into())
 }
 
 fn entry(block: &[u8], slot: usize) -> Result<Option<Place>> {
@@ -74,7 +74,7 @@ pub(super) fn put(
     keyed: bool,
 ) -> Result<()> {
     if thread == 0 || thread & KEYED != 0 {
-        return Err(Error::Storage(format!(
+        return Err(Error::storage(format!(
             "thread id {thread} cannot be mapped"
         )));
     }

@@ -51,16 +51,17 @@ impl CheckReport {
 pub fn check(path: &Path) -> Result<CheckReport> {
     let shown = path.display().to_string();
     checked(path).map_err(|e| match e {
-        Error::Storage(m) if !m.contains(&shown) => {
-            Error::Storage(format!("{shown} did not pass the check: {m}"))
+        Error::Storage(m) if !m.message().contains(&shown) => {
+            Error::storage_caused_by(format!("{shown} did not pass the check: {m}"), m)
         }
         other => other,
     })
 }
 
 fn checked(path: &Path) -> Result<CheckReport> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::Storage(format!("cannot check {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::storage_caused_by(format!("cannot check {}: {e}", path.display()), e)
+    })?;
     let mut db = redb_open::open_file(path, false)?;
     let sound = redb_open::unpanicked(path, || Ok(db.check_integrity()?))?;
     // Refuses a redb file of another application, and migrates an older schema

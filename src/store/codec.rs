@@ -61,7 +61,7 @@ struct In<'a> {
 }
 
 fn corrupt() -> Error {
-    Error::Storage("a stored record is truncated or malformed".into())
+    Error::storage("a stored record is truncated or malformed".into())
 }
 
 impl In<'_> {
@@ -142,7 +142,7 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = r.u8()?;
     if format != THREAD_FORMAT && format != THREAD_FORMAT_1 {
-        return Err(Error::Storage(
+        return Err(Error::storage(
             "a stored thread has an unknown format".into(),
         ));
     }
@@ -314,7 +314,7 @@ fn act(kind: &str) -> Result<Act> {
 fn message_format(r: &mut In<'_>) -> Result<u8> {
     match r.u8()? {
         f @ (FORMAT | FORMAT_1) => Ok(f),
-        _ => Err(Error::Storage(
+        _ => Err(Error::storage(
             "a stored message has an unknown format".into(),
         )),
     }

@@ -36,8 +36,8 @@ impl Opened {
     }
 }
 
-fn cannot_open(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Storage(format!("cannot open {}: {e}", path.display()))
+fn cannot_open(path: &Path, e: io::Error) -> Error {
+    Error::storage_caused_by(format!("cannot open {}: {e}", path.display()), e)
 }
 
 fn not_a_forum(path: &Path, why: &str) -> Error {
@@ -117,7 +117,10 @@ fn create_new(path: &Path) -> Result<Opened> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return open(path, false),
         Err(e) => return Err(cannot_open(path, e)),
     };
-    sync_dir(path).map_err(|e| cannot_open(path, format!("syncing its directory: {e}")))?;
+    sync_dir(path).map_err(|e| {
+        let why = format!("cannot open {}: syncing its directory: {e}", path.display());
+        Error::storage_caused_by(why, e)
+    })?;
     Ok(Opened::Created(file))
 }
 
@@ -154,7 +157,7 @@ fn refuse_legacy_log(path: &Path) -> Result<()> {
     };
     match legacy_commits(&file) {
         Ok(false) | Err(_) => Ok(()),
-        Ok(true) => Err(Error::Storage(format!(
+        Ok(true) => Err(Error::storage(format!(
             "{} is a page log of an earlier Parley version that still holds commits not \
              in {}; this version does not replay it. Open the forum once with the version \
              that wrote it (it folds the log in on open), or move the log aside to give \

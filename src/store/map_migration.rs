@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 const PER_STEP: usize = 20_000;
 
 fn damaged(what: &str) -> Error {
-    Error::Storage(format!("an entry of the version-3 {what} is unreadable"))
+    Error::storage(format!("an entry of the version-3 {what} is unreadable"))
 }
 
 /// Migrates the message map, then the keys' digests. A version-3 file is then

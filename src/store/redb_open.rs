@@ -73,16 +73,16 @@ pub(super) fn holds_foreign_tables(txn: &redb::WriteTransaction) -> Result<bool>
     Ok(txn.list_tables()?.any(|t| t.name() != META.name()))
 }
 
-pub(super) fn cannot_open(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Storage(format!("cannot open {}: {e}", path.display()))
+pub(super) fn cannot_open(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::storage_caused_by(format!("cannot open {}: {e}", path.display()), e)
 }
 
 pub(super) fn redb_open_error(path: &Path, e: redb::DatabaseError) -> Error {
     match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => cannot_open(
-            path,
-            format!("the forum is {ALREADY_OPEN} (by another handle or process)"),
-        ),
+        redb::DatabaseError::DatabaseAlreadyOpen => Error::storage(format!(
+            "cannot open {}: the forum is {ALREADY_OPEN} (by another handle or process)",
+            path.display()
+        )),
         redb::DatabaseError::Storage(redb::StorageError::Io(io)) => cannot_open(path, io),
         other => cannot_open(path, other),
     }
@@ -127,7 +127,7 @@ pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Resul
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "an unknown failure".into());
-        Err(Error::Storage(format!(
+        Err(Error::storage(format!(
             "{} is damaged: redb stopped reading it ({what})",
             path.display()
         )))

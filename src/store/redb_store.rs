@@ -52,12 +52,12 @@ pub struct RedbStore {
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::Storage(format!("encoding a record: {e}")))
+    serde_json::to_vec(value).map_err(|e| Error::storage(format!("encoding a record: {e}")))
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes)
-        .map_err(|e| Error::Storage(format!("a stored record is unreadable: {e}")))
+        .map_err(|e| Error::storage(format!("a stored record is unreadable: {e}")))
 }
 
 impl RedbStore {
@@ -133,7 +133,7 @@ impl RedbStore {
                     meta.insert("schema_version", SCHEMA_VERSION)?;
                     let mut key = [0u8; 8];
                     getrandom::fill(&mut key)
-                        .map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+                        .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
                     meta.insert("cursor_key", u64::from_le_bytes(key))?;
                 }
             }
@@ -179,13 +179,14 @@ impl RedbStore {
             return Ok(Arc::clone(db));
         }
         let Some(path) = &self.path else {
-            return Err(Error::Storage("the in-memory forum failed".into()));
+            return Err(Error::storage("the in-memory forum failed".into()));
         };
         let deadline = std::time::Instant::now() + REOPEN_WAIT;
         let db = loop {
             match unpanicked(path, || open_file(path, false)) {
-                Err(Error::Storage(msg))
-                    if msg.contains(ALREADY_OPEN) && std::time::Instant::now() < deadline =>
+                Err(Error::Storage(e))
+                    if e.message().contains(ALREADY_OPEN)
+                        && std::time::Instant::now() < deadline =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }

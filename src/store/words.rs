@@ -52,7 +52,7 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 }
 
 fn damaged() -> Error {
-    Error::Storage("a block of the word index is unreadable".into())
+    Error::storage("a block of the word index is unreadable".into())
 }
 
 /// A block: its pairs as varints, message ids delta-coded from the block's key.

@@ -147,7 +147,7 @@ mod tests {
         };
         assert_eq!(result_of(&newer), PARLEY_SCHEMA_TOO_NEW);
         assert_eq!(result_of(&Error::NotAForum("x".into())), PARLEY_NOT_A_FORUM);
-        assert_eq!(result_of(&Error::Storage("x".into())), PARLEY_STORAGE);
+        assert_eq!(result_of(&Error::storage("x".into())), PARLEY_STORAGE);
         let bad = Error::InvalidArgument("x".into());
         assert_eq!(result_of(&bad), PARLEY_INVALID_ARGUMENT);
     }

@@ -36,7 +36,7 @@ impl Batch for Log {
                 "refused",
             )
             .into())),
-            99 => Err(Error::Storage("disk gone".into())),
+            99 => Err(Error::storage("disk gone".into())),
             GATED => {
                 wait_until("the gate opened", || self.gate.load(Ordering::SeqCst));
                 tx.push(job);
@@ -53,7 +53,7 @@ impl Batch for Log {
     type Pending = Vec<u64>;
     fn commit(&self, tx: Vec<u64>) -> Result<Vec<u64>> {
         if self.fail_commit {
-            return Err(Error::Storage("write failed".into()));
+            return Err(Error::storage("write failed".into()));
         }
         self.committed.lock().unwrap().extend(&tx);
         Ok(tx)
@@ -61,7 +61,7 @@ impl Batch for Log {
     fn settle(&self, jobs: &Vec<u64>) -> Result<()> {
         std::thread::sleep(self.settle_time);
         if self.fail_settle {
-            return Err(Error::Storage("fsync failed".into()));
+            return Err(Error::storage("fsync failed".into()));
         }
         self.settled.lock().unwrap().extend(jobs);
         Ok(())

@@ -90,7 +90,7 @@ pub(crate) fn reply(outcome: Result<Value, Error>) -> Value {
             let (kind, detail) = match &err {
                 Error::UnknownOperation(op) => ("unknown_operation", op.clone()),
                 Error::InvalidArgument(text) => ("invalid_argument", text.clone()),
-                Error::Storage(text) => ("storage", text.clone()),
+                Error::Storage(e) => ("storage", e.message().to_string()),
                 other => ("storage", other.to_string()),
             };
             json!({ "error": { "kind": kind, "detail": detail, "message": err.to_string() } })
@@ -119,8 +119,8 @@ pub(crate) fn outcome(reply: Value) -> Result<Value, Error> {
     Err(match error["kind"].as_str() {
         Some("unknown_operation") => Error::UnknownOperation(text("detail")),
         Some("invalid_argument") => Error::InvalidArgument(text("detail")),
-        Some("storage") => Error::Storage(text("detail")),
-        _ => Error::Storage(format!(
+        Some("storage") => Error::storage(text("detail")),
+        _ => Error::storage(format!(
             "the server's admin channel answered {}: {}",
             text("kind"),
             text("message")
@@ -130,7 +130,7 @@ pub(crate) fn outcome(reply: Value) -> Result<Value, Error> {
 
 /// A failure of the channel itself, as the engine's error type carries it.
 pub(crate) fn broken(what: &str) -> Error {
-    Error::Storage(format!("the server's admin channel failed: {what}"))
+    Error::storage(format!("the server's admin channel failed: {what}"))
 }
 
 /// The refusal of SPEC §12 from its JSON form; `None` for a reason this build does
@@ -184,7 +184,7 @@ mod tests {
             Error::Refused(Refusal::new(Reason::TokenRightMissing, "no").with_right("write")),
             Error::UnknownOperation("nope".into()),
             Error::InvalidArgument("bad spec".into()),
-            Error::Storage("disk".into()),
+            Error::storage("disk".into()),
         ] {
             let text = reply(Err(clone(&err))).to_string();
             let back = outcome(serde_json::from_str(&text).unwrap()).unwrap_err();
@@ -215,8 +215,8 @@ mod tests {
             Error::Refused(r) => Error::Refused(r.clone()),
             Error::UnknownOperation(s) => Error::UnknownOperation(s.clone()),
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
-            Error::Storage(s) => Error::Storage(s.clone()),
-            other => Error::Storage(other.to_string()),
+            Error::Storage(s) => Error::storage(s.message().to_string()),
+            other => Error::storage(other.to_string()),
         }
     }
 }

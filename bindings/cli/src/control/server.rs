@@ -64,7 +64,7 @@ impl Backend for Engine {
         let posted = self
             .runtime
             .block_on(self.posts.post(token.map(str::to_string), envelope.clone()));
-        posted.unwrap_or_else(|| Err(Error::Storage("the engine thread failed".into())))
+        posted.unwrap_or_else(|| Err(Error::storage("the engine thread failed".into())))
     }
 }
 

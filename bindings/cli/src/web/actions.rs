@@ -383,7 +383,7 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
         Some(Err(err)) => refused(err),
         None => failed(
             viewer,
-            &Error::Storage("the engine thread did not answer".into()),
+            &Error::storage("the engine thread did not answer".into()),
         ),
     }
 }

@@ -230,7 +230,7 @@ impl Sessions {
 /// 256 random bits from the OS, as 64 lowercase hex digits.
 pub(crate) fn secret() -> Result<String, Error> {
     let mut bytes = [0u8; SECRET_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| Error::Storage(format!("OS random source: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| Error::storage(format!("OS random source: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
