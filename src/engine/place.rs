@@ -6,6 +6,7 @@ use crate::protocol::acts::Act;
 use crate::protocol::decide::{Parent, Place};
 use crate::protocol::envelope::Checked;
 use crate::protocol::ids::IdKind;
+use crate::protocol::records::{ClaimRec, ThreadRec};
 use crate::store::WriteTx;
 
 /// The record an id names, or the refusal saying it does not exist.
@@ -13,9 +14,40 @@ fn found<T>(record: Option<T>, reason: Reason, kind: IdKind, id: u64) -> Result<
     record.ok_or_else(|| Refusal::new(reason, format!("{} does not exist", kind.key(id))).into())
 }
 
-/// Resolves thread, parent, claim, superseded claims and `to` (the 404 group).
+/// Resolves thread, parent, claim, superseded claims and `to` (the 404 group), then
+/// places the message (§3.1) and finds what the rules need beyond the references.
 pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
-    let mut thread = match env.thread {
+    let (thread, parent, claim, superseded) = references(tx, env)?;
+    let (thread, parent) = placement(tx, thread, parent, claim.as_ref())?;
+    // Who rules each superseded claim's thread, and whose turn an answer gives.
+    let mut superseded_creators = Vec::with_capacity(superseded.len());
+    for claim in &superseded {
+        superseded_creators.push(tx.thread(claim.thread)?.map(|t| t.creator));
+    }
+    let asker = match env.act {
+        Act::Answer => Some(nearest_ask(tx, parent.as_ref())?),
+        _ => None,
+    };
+    Ok(Place {
+        thread,
+        parent,
+        claim,
+        superseded,
+        superseded_creators,
+        asker,
+    })
+}
+
+type References = (
+    Option<ThreadRec>,
+    Option<Parent>,
+    Option<ClaimRec>,
+    Vec<ClaimRec>,
+);
+
+/// The records the envelope names, each refused when it does not exist.
+fn references(tx: &dyn WriteTx, env: &Checked) -> Result<References> {
+    let thread = match env.thread {
         Some(id) => Some(found(
             tx.thread(id)?,
             Reason::ThreadNotFound,
@@ -24,7 +56,7 @@ pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
         )?),
         None => None,
     };
-    let mut parent = match env.parent {
+    let parent = match env.parent {
         Some(id) => Some(Parent::from(found(
             tx.message(id)?,
             Reason::MessageNotFound,
@@ -61,9 +93,17 @@ pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
             .into());
         }
     }
+    Ok((thread, parent, claim, superseded))
+}
 
-    // Placement (§3.1): the parent decides the thread; a thread alone means its root;
-    // attest, refute and verify default to the claim's message.
+/// Placement (§3.1): the parent decides the thread; a thread alone means its root;
+/// attest, refute and verify default to the claim's message.
+fn placement(
+    tx: &dyn WriteTx,
+    mut thread: Option<ThreadRec>,
+    mut parent: Option<Parent>,
+    claim: Option<&ClaimRec>,
+) -> Result<(Option<ThreadRec>, Option<Parent>)> {
     if let (Some(p), Some(t)) = (&parent, &thread) {
         if p.thread != t.id {
             return Err(Refusal::new(
@@ -79,7 +119,7 @@ pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
         }
     }
     if parent.is_none() && thread.is_none() {
-        if let Some(c) = &claim {
+        if let Some(c) = claim {
             parent = tx.message(c.message)?.map(Parent::from);
         }
     }
@@ -89,24 +129,7 @@ pub(super) fn resolve(tx: &dyn WriteTx, env: &Checked) -> Result<Place> {
     if let (None, Some(t)) = (&parent, &thread) {
         parent = Some(Parent::root_of(t));
     }
-    // What the rules need beyond the references: who rules each superseded claim's
-    // thread, and whose turn an answer gives.
-    let mut superseded_creators = Vec::with_capacity(superseded.len());
-    for claim in &superseded {
-        superseded_creators.push(tx.thread(claim.thread)?.map(|t| t.creator));
-    }
-    let asker = match env.act {
-        Act::Answer => Some(nearest_ask(tx, parent.as_ref())?),
-        _ => None,
-    };
-    Ok(Place {
-        thread,
-        parent,
-        claim,
-        superseded,
-        superseded_creators,
-        asker,
-    })
+    Ok((thread, parent))
 }
 
 /// The author of the nearest `ask` at or above `from`, else of the root.

@@ -10,6 +10,7 @@ use super::tokens::{Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
+use crate::protocol::decide;
 use crate::protocol::ids::{self, parse_id, IdKind};
 use crate::protocol::state::State;
 use crate::protocol::words;
@@ -218,20 +219,7 @@ impl Forum {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["since", "extension", "limit"])?;
-        let extension = match arg(args, "extension") {
-            None => None,
-            Some(Value::String(e))
-                if ids::is_extension(e, self.config.limits.extension_max_chars) =>
-            {
-                Some(e.clone())
-            }
-            Some(_) => {
-                return Err(bad_arg(
-                    "extension",
-                    "`extension` is 1-64 characters of [A-Za-z0-9._-]",
-                ))
-            }
-        };
+        let extension = self.extension_arg(args)?;
         let page = self.page(args, Index::Inbox)?;
         caller.require(Right::Read)?;
 
@@ -248,27 +236,13 @@ impl Forum {
                 let Some(thread) = tx.thread(thread_id)? else {
                     return Ok(Flow::Continue);
                 };
-                let Some(turn) = thread
-                    .awaiting
-                    .as_ref()
-                    .filter(|a| a.message == pos && !thread.locked())
-                else {
+                if !decide::turn_is_current(&thread, pos, &extension) {
                     return Ok(Flow::Continue);
-                };
-                if turn.identity != "*" {
-                    if let (Some(want), Some(mine)) = (&turn.extension, &extension) {
-                        if want != mine {
-                            return Ok(Flow::Continue);
-                        }
-                    }
                 }
                 let Some(message) = tx.message(pos)? else {
                     return Ok(Flow::Continue);
                 };
-                // Your own turn-setting message is not your inbox (§8.3): with an
-                // extension, that extension's; without one, the bare identity's
-                // (the caller is then its author, and a reply would be self_reply).
-                if message.identity == caller.identity && message.extension == extension {
+                if decide::own_turn(&message, &caller.identity, &extension) {
                     return Ok(Flow::Continue);
                 }
                 accepted.push((
@@ -294,6 +268,22 @@ impl Forum {
             Index::Inbox,
             end,
         ))
+    }
+
+    /// `extension` of a read: the caller's sub-agent, or `None`.
+    fn extension_arg(&self, args: &Map<String, Value>) -> Result<Option<String>> {
+        match arg(args, "extension") {
+            None => Ok(None),
+            Some(Value::String(e))
+                if ids::is_extension(e, self.config.limits.extension_max_chars) =>
+            {
+                Ok(Some(e.clone()))
+            }
+            Some(_) => Err(bad_arg(
+                "extension",
+                "`extension` is 1-64 characters of [A-Za-z0-9._-]",
+            )),
+        }
     }
 
     pub(crate) fn get_events(

@@ -347,6 +347,29 @@ pub(crate) fn turn(
     }
 }
 
+/// Whether the turn entry at `pos` is `thread`'s current turn, for a reader with
+/// `extension` (§5): the turn was set by that message, the thread is not locked,
+/// and a turn for one extension waits for that extension only.
+pub(crate) fn turn_is_current(thread: &ThreadRec, pos: u64, extension: &Option<String>) -> bool {
+    let Some(turn) = thread.awaiting.as_ref() else {
+        return false;
+    };
+    if turn.message != pos || thread.locked() {
+        return false;
+    }
+    match (&turn.extension, extension) {
+        (Some(want), Some(mine)) if turn.identity != "*" => want == mine,
+        _ => true,
+    }
+}
+
+/// The own-question rule (§8.3): your own turn-setting message is not your inbox.
+/// With an extension, that extension's; without one, the bare identity's (the
+/// reader is then its author, and a reply would be `self_reply`).
+pub(crate) fn own_turn(message: &MessageRec, identity: &str, extension: &Option<String>) -> bool {
+    message.identity == identity && &message.extension == extension
+}
+
 /// Applies the state effect to the thread's record at `now`, and returns the change
 /// its event records. `lock_label`: the token label of a lock holder who is not a
 /// person, which labels what they set or confirm.
@@ -503,6 +526,50 @@ mod tests {
             Some(("r:carol".into(), 9)),
             "an answer: the asker the engine found"
         );
+    }
+
+    #[test]
+    fn an_inbox_entry_counts_while_its_turn_is_current_and_not_the_readers_own() {
+        let mut thread = ThreadRec::bare(1, 1);
+        thread.awaiting = Some(Awaiting {
+            identity: "r:alice".into(),
+            extension: Some("w1".into()),
+            message: 5,
+        });
+        let w1 = Some("w1".to_string());
+        let w2 = Some("w2".to_string());
+        assert!(turn_is_current(&thread, 5, &w1));
+        assert!(
+            turn_is_current(&thread, 5, &None),
+            "a bare identity reads every turn"
+        );
+        assert!(
+            !turn_is_current(&thread, 5, &w2),
+            "another extension's turn"
+        );
+        assert!(!turn_is_current(&thread, 4, &w1), "a stale entry");
+        thread.awaiting.as_mut().unwrap().identity = "*".into();
+        assert!(
+            turn_is_current(&thread, 5, &w2),
+            "an open turn waits for anyone"
+        );
+        thread.state = State::Closed;
+        thread.state_confirmed_at = Some(1);
+        assert!(
+            !turn_is_current(&thread, 5, &w1),
+            "a locked thread waits for nobody"
+        );
+
+        let mut asked = MessageRec::bare(5, 1, None);
+        asked.identity = "r:alice".into();
+        asked.extension = w1.clone();
+        assert!(own_turn(&asked, "r:alice", &w1));
+        assert!(
+            !own_turn(&asked, "r:alice", &w2),
+            "a sibling extension's question"
+        );
+        assert!(!own_turn(&asked, "r:alice", &None));
+        assert!(!own_turn(&asked, "r:bob", &w1));
     }
 
     #[test]
