@@ -31,6 +31,25 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Where to start
+//!
+//! - [`Forum`]: open a forum file ([`Forum::open`], [`Config`]), issue tokens
+//!   ([`TokenSpec`], [`Right`]), and call any operation ([`Forum::call`]).
+//! - [`Session`]: the typed API of one token; [`Envelope`] builds a post, and the
+//!   results ([`PostResult`], [`ThreadView`], [`Page`] …) hold the domain's enums:
+//!   [`Act`], [`State`], [`Origin`], [`AuthorKind`], [`EventKind`], [`ClaimStatus`],
+//!   [`EvidenceKind`].
+//! - [`Error`]: a [`Refusal`] of the protocol (with its [`Reason`], stable across
+//!   bindings), or a host-side failure; storage failures carry their cause
+//!   ([`StorageError`]).
+//! - [`Forum::mcp`] and [`Forum::mcp_reply`]: the MCP handler that every MCP
+//!   transport uses ([`mcp`] holds its codes and versions).
+//! - [`store`]: the storage interface a backend implements ([`store::Store`]) and
+//!   [`store::check`], the offline check of a forum file.
+//!
+//! How a post travels from a binding to the disk, module by module, is told in
+//! `docs/architecture.md`; what the file holds in `docs/storage.md`.
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;

@@ -49,7 +49,7 @@ pub struct Checked {
     pub extension: Option<String>,
     /// The body.
     pub body: String,
-    /// [`body_hash`] of the body, for the repeat guard.
+    /// The hash of the body with its whitespace runs collapsed, for the repeat guard.
     pub body_hash: u64,
     /// `provenance`, kept as sent (only `model` and `client`).
     pub provenance: Option<Map<String, Value>>,

@@ -61,7 +61,7 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 }
 
 impl RedbStore {
-    /// Creates or opens the forum file at `path` (see [`super::file`] for what is
+    /// Creates or opens the forum file at `path` (see `docs/storage.md` for what is
     /// refused before anything is written). A durable forum commits through redb's
     /// durable commit; a volatile one commits without flushing.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
