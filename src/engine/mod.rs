@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
-use crate::store::{RedbStore, Store};
+use crate::store::{is_postgres_url, PgStore, RedbStore, Store};
 use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
@@ -56,13 +56,19 @@ impl std::fmt::Debug for Forum {
 }
 
 impl Forum {
-    /// Creates or opens the forum file at `path`.
+    /// Creates or opens the forum file at `path`, or, when `path` is a
+    /// `postgres://` URL, the forum in that PostgreSQL database
+    /// ([`crate::store::PgStore::open`]), which other engines may share.
     ///
-    /// A file written by a newer schema version is refused with
-    /// [`Error::SchemaTooNew`]; a redb file of another application with
+    /// A file or database written by a newer schema version is refused with
+    /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
     /// [`Error::NotAForum`].
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         config.validate()?;
+        if let Some(url) = path.as_ref().to_str().filter(|p| is_postgres_url(p)) {
+            let store = PgStore::open(url, config.durability)?;
+            return Forum::with_store(Box::new(store), config);
+        }
         let store =
             RedbStore::open_with(path.as_ref(), config.durability, config.progress.as_ref())?;
         Forum::with_store(Box::new(store), config)
@@ -77,14 +83,23 @@ impl Forum {
     /// A forum over another storage backend.
     pub fn with_store(store: Box<dyn Store>, config: Config) -> Result<Forum> {
         config.validate()?;
+        let watch: std::sync::Arc<listen::Watch> = Default::default();
+        // Another engine's commits ring this forum's waits too. The ring holds the
+        // watch weakly: a backend's thread never keeps a dropped forum's bell.
+        let bell = std::sync::Arc::downgrade(&watch);
+        store.on_foreign_commit(std::sync::Arc::new(move || {
+            if let Some(watch) = bell.upgrade() {
+                watch.ring();
+            }
+        }));
         Ok(Forum {
+            callers: tokens::CallerCache::new(!store.shared()),
             store,
             config,
             group: Default::default(),
-            callers: Default::default(),
             recent_keys: Default::default(),
             next_purge: Default::default(),
-            watch: Default::default(),
+            watch,
         })
     }
 

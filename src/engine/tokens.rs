@@ -328,15 +328,29 @@ impl Caller {
 /// Callers of recently seen tokens, by digest, so a post does not read and decode
 /// its token record again. Revocation removes the entry before and after its
 /// commit, so no post is admitted on a revoked token.
-#[derive(Default)]
-pub(crate) struct CallerCache(RwLock<HashMap<[u8; 32], Arc<Caller>>>);
+pub(crate) struct CallerCache {
+    map: RwLock<HashMap<[u8; 32], Arc<Caller>>>,
+    /// Off when other engines share the forum: one of them may revoke a token at
+    /// any moment, and a cached caller would outlive the revocation.
+    on: bool,
+}
 
 /// More distinct live tokens than this and the cache starts over.
 const CACHE_MAX: usize = 4096;
 
 impl CallerCache {
+    pub(crate) fn new(on: bool) -> Self {
+        CallerCache {
+            map: RwLock::default(),
+            on,
+        }
+    }
+
     fn get(&self, digest: &[u8; 32]) -> Option<Arc<Caller>> {
-        self.0
+        if !self.on {
+            return None;
+        }
+        self.map
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(digest)
@@ -344,7 +358,10 @@ impl CallerCache {
     }
 
     fn put(&self, digest: [u8; 32], caller: &Arc<Caller>) {
-        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if !self.on {
+            return;
+        }
+        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
         if map.len() >= CACHE_MAX {
             map.clear();
         }
@@ -352,7 +369,7 @@ impl CallerCache {
     }
 
     fn forget(&self, digest: &[u8; 32]) {
-        self.0
+        self.map
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(digest);

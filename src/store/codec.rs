@@ -60,6 +60,17 @@ struct In<'a> {
     at: usize,
 }
 
+/// A record stored as JSON (tokens, identities, claims, events).
+pub(crate) fn encode_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| Error::storage(format!("encoding a record: {e}")))
+}
+
+/// A record stored as JSON, read back.
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| Error::storage(format!("a stored record is unreadable: {e}")))
+}
+
 fn corrupt() -> Error {
     Error::storage("a stored record is truncated or malformed".into())
 }

@@ -10,6 +10,7 @@ mod codec;
 mod expiry;
 mod file;
 mod map_migration;
+mod postgres;
 pub use crate::protocol::records;
 mod redb_open;
 mod redb_store;
@@ -17,6 +18,7 @@ mod tables;
 mod words;
 
 pub use check::{check, CheckReport};
+pub use postgres::{is_postgres_url, PgStore};
 pub use redb_store::{check_integrity, RedbStore};
 
 use records::{
@@ -176,4 +178,14 @@ pub trait Store: Send + Sync {
     fn write(&self) -> Result<Box<dyn WriteTx + '_>>;
     /// A 64-bit secret of this forum, for signing cursors.
     fn cursor_key(&self) -> u64;
+    /// Whether other engines may write to the same forum at once. The engine then
+    /// keeps no cache of what they may change (the callers of tokens).
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Asks the backend to call `ring` after each commit made by another engine, so
+    /// that waiting calls (SPEC §14.2) run again. A backend of one engine has none.
+    fn on_foreign_commit(&self, ring: std::sync::Arc<dyn Fn() + Send + Sync>) {
+        let _ = ring;
+    }
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
+use super::codec::{decode_json as decode, encode_json as encode};
 use super::records::{
     Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
     TokenRec,
@@ -49,15 +49,6 @@ pub struct RedbStore {
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
-}
-
-fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::storage(format!("encoding a record: {e}")))
-}
-
-fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| Error::storage(format!("a stored record is unreadable: {e}")))
 }
 
 impl RedbStore {

@@ -279,6 +279,16 @@ fn array_at<'v>(obj: &'v Map<String, Value>, key: &str) -> Result<&'v Vec<Value>
 /// Runs one transcript through `call` and returns every mismatch, each naming the
 /// file and the step. An empty list means the transcript passed.
 pub fn run_transcript(path: &Path, call: &mut CallFn<'_>) -> Vec<String> {
+    run_transcript_on(path, call, &|config| Forum::in_memory(config))
+}
+
+/// [`run_transcript`] on the forums `open` makes (another backend).
+#[allow(dead_code)]
+pub fn run_transcript_on(
+    path: &Path,
+    call: &mut CallFn<'_>,
+    open: &dyn Fn(Config) -> parley_forum::Result<Forum>,
+) -> Vec<String> {
     let file = path
         .file_name()
         .and_then(|s| s.to_str())
@@ -292,9 +302,9 @@ pub fn run_transcript(path: &Path, call: &mut CallFn<'_>) -> Vec<String> {
         Ok(c) => c,
         Err(e) => return vec![format!("{file}: settings refused: {e}")],
     };
-    let forum = match Forum::in_memory(config) {
+    let forum = match open(config) {
         Ok(f) => f,
-        Err(e) => return vec![format!("{file}: cannot open an in-memory forum: {e}")],
+        Err(e) => return vec![format!("{file}: cannot open a forum: {e}")],
     };
     let mut secrets: HashMap<String, String> = HashMap::new();
     for (actor, spec) in &transcript.tokens {

@@ -1,0 +1,346 @@
+//! Connections: the URL's target, a pool, and prepared statements per connection.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+
+use crate::config::Durability;
+use crate::error::{Error, Result};
+
+/// Idle connections kept for reuse; more may be open while calls run.
+const IDLE_MAX: usize = 32;
+/// How long a connection attempt may take when the URL does not say.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The forum of a URL without a `forum` parameter.
+const DEFAULT_FORUM: &str = "main";
+
+/// Whether `text` names a PostgreSQL database rather than a forum file.
+pub fn is_postgres_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// Where a forum lives: the server, the schema, and how to connect.
+pub(super) struct Target {
+    config: postgres::Config,
+    /// `parley_<forum>`: every table of the forum is in it.
+    pub(super) schema: String,
+    /// The key of the forum's advisory lock.
+    pub(super) lock: i64,
+    /// The channel its commits are announced on.
+    pub(super) channel: String,
+    /// The URL without its password, for messages.
+    pub(super) shown: String,
+    durability: Durability,
+}
+
+impl Target {
+    pub(super) fn parse(url: &str, durability: Durability) -> Result<Target> {
+        let shown = without_password(url);
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut forum = DEFAULT_FORUM.to_string();
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.strip_prefix("forum=") {
+                Some(name) => forum = name.to_string(),
+                None => rest.push(pair),
+            }
+        }
+        if forum.is_empty()
+            || forum.len() > 40
+            || !forum
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(Error::storage(format!(
+                "{shown}: the forum name `{forum}` must be 1 to 40 characters of a-z, 0-9 and _"
+            )));
+        }
+        let libpq = if rest.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut config = postgres::Config::from_str(&libpq).map_err(|e| {
+            Error::storage_caused_by(format!("{shown} is not a PostgreSQL URL: {e}"), e)
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("parley");
+        }
+        let schema = format!("parley_{forum}");
+        Ok(Target {
+            config,
+            lock: lock_key(&schema),
+            channel: schema.clone(),
+            schema,
+            shown,
+            durability,
+        })
+    }
+
+    /// A new connection, its session set for this forum.
+    pub(super) fn connect(&self) -> Result<Client> {
+        let mut client = self.config.connect(NoTls).map_err(|e| {
+            Error::storage_caused_by(format!("cannot reach PostgreSQL at {}: {e}", self.shown), e)
+        })?;
+        // The schema name is checked to be [a-z0-9_]: it needs no quoting.
+        let mut setup = format!("SET search_path TO {}", self.schema);
+        if self.durability == Durability::Volatile {
+            // Commits return before the WAL is flushed: a crash may lose the last
+            // ones, never corrupt the database (like the volatile redb forum).
+            setup.push_str("; SET synchronous_commit TO off");
+        }
+        client.batch_execute(&setup).map_err(failed)?;
+        Ok(client)
+    }
+}
+
+/// The advisory lock key of a schema: FNV-1a of its name, fixed for all releases
+/// (engines of different releases on one forum must take the same lock).
+fn lock_key(schema: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in b"parley:".iter().chain(schema.as_bytes()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// `url` with the password of its user part replaced, so it can be shown.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or("");
+            format!("{scheme}://{name}:***@{host}{tail}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A failure of a statement or of the connection, as a storage error.
+pub(super) fn failed(e: postgres::Error) -> Error {
+    let text = match e.as_db_error() {
+        Some(db) => format!(
+            "PostgreSQL refused a statement: {} ({})",
+            db.message(),
+            db.code().code()
+        ),
+        None if e.is_closed() => "the connection to PostgreSQL was lost".to_string(),
+        None => format!("PostgreSQL: {e}"),
+    };
+    Error::storage_caused_by(text, e)
+}
+
+/// A connection and the statements prepared on it.
+pub(super) struct Conn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+    /// Set when a call failed without an answer from the server: the server may
+    /// be gone, and with it every idle connection.
+    lost: bool,
+}
+
+impl Conn {
+    fn check<T>(&mut self, out: std::result::Result<T, postgres::Error>) -> Result<T> {
+        out.map_err(|e| {
+            if e.as_db_error().is_none() {
+                self.lost = true;
+            }
+            failed(e)
+        })
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let prepared = self.client.prepare(sql);
+        let s = self.check(prepared)?;
+        self.statements.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+
+    /// Every row `sql` returns.
+    pub(super) fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let s = self.statement(sql)?;
+        let out = self.client.query(&s, params);
+        self.check(out)
+    }
+
+    /// The one row `sql` returns, if any.
+    pub(super) fn row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let s = self.statement(sql)?;
+        let out = self.client.query_opt(&s, params);
+        self.check(out)
+    }
+
+    /// Runs `sql`; the rows it changed.
+    pub(super) fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let s = self.statement(sql)?;
+        let out = self.client.execute(&s, params);
+        self.check(out)
+    }
+
+    /// Runs statements without parameters, in one round trip.
+    pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
+        let out = self.client.batch_execute(sql);
+        self.check(out)
+    }
+}
+
+/// Open connections to one forum's database.
+pub(super) struct Pool {
+    pub(super) target: Target,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl Pool {
+    pub(super) fn new(target: Target) -> Pool {
+        Pool {
+            target,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An idle connection, or a new one. A connection the server closed is never
+    /// handed out again: after an outage the next call connects anew.
+    pub(super) fn take(&self) -> Result<Pooled<'_>> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match idle {
+                Some(conn) if conn.client.is_closed() => continue,
+                Some(conn) => {
+                    return Ok(Pooled {
+                        conn: Some(conn),
+                        pool: self,
+                        discarded: false,
+                    })
+                }
+                None => break,
+            }
+        }
+        let client = self.target.connect()?;
+        Ok(Pooled {
+            conn: Some(Conn {
+                client,
+                statements: HashMap::new(),
+                lost: false,
+            }),
+            pool: self,
+            discarded: false,
+        })
+    }
+
+    /// Drops every idle connection (after a failure that may have hit them all).
+    fn clear(&self) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// A connection on loan; back to the pool when dropped, unless it is broken or
+/// `discard` was called.
+pub(super) struct Pooled<'p> {
+    /// `Some` until dropped.
+    conn: Option<Conn>,
+    pool: &'p Pool,
+    discarded: bool,
+}
+
+impl Pooled<'_> {
+    pub(super) fn target(&self) -> &Target {
+        &self.pool.target
+    }
+
+    pub(super) fn get(&mut self) -> &mut Conn {
+        self.conn
+            .as_mut()
+            .expect("a pooled connection is present until dropped")
+    }
+
+    /// Closes the connection when dropped instead of returning it: after a
+    /// failure its state (an aborted transaction, a lost socket) is unknown.
+    pub(super) fn discard(&mut self) {
+        self.discarded = true;
+        if self.conn.as_ref().is_some_and(|c| c.lost) {
+            self.pool.clear();
+        }
+    }
+
+    pub(super) fn discarded(&self) -> bool {
+        self.discarded
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        if self.discarded || conn.client.is_closed() {
+            return;
+        }
+        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_MAX {
+            idle.push(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths() {
+        assert!(is_postgres_url("postgres://u@h/db"));
+        assert!(is_postgres_url("postgresql:///db?host=/tmp"));
+        assert!(!is_postgres_url("./parley.redb"));
+        assert!(!is_postgres_url("postgres.redb"));
+    }
+
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(
+            without_password("postgres://me:secret@db:5432/x?forum=a"),
+            "postgres://me:***@db:5432/x?forum=a"
+        );
+        assert_eq!(without_password("postgres://me@db/x"), "postgres://me@db/x");
+        let err = Target::parse(
+            "postgres://me:secret@db/x?forum=Bad-Name",
+            Durability::Durable,
+        )
+        .err()
+        .expect("a bad forum name is refused");
+        assert!(!err.to_string().contains("secret"), "{err}");
+        assert!(err.to_string().contains("forum name"), "{err}");
+    }
+
+    #[test]
+    fn the_forum_parameter_names_the_schema_and_is_not_passed_on() {
+        let t = Target::parse(
+            "postgres://u@h/db?forum=team_7&connect_timeout=2",
+            Durability::Durable,
+        )
+        .expect("parses");
+        assert_eq!(t.schema, "parley_team_7");
+        assert_eq!(
+            t.config.get_connect_timeout(),
+            Some(&Duration::from_secs(2))
+        );
+        let d = Target::parse("postgres://u@h/db", Durability::Durable).expect("parses");
+        assert_eq!(d.schema, "parley_main");
+        assert_ne!(t.lock, d.lock);
+        assert!(Target::parse("postgres://u@h/db?bogus=1", Durability::Durable).is_err());
+    }
+}

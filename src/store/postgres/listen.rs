@@ -1,0 +1,100 @@
+//! Wake-ups across engines: one connection per store that `LISTEN`s on the
+//! forum's channel and rings the engine's waiting calls for each commit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::conn::Pool;
+
+type Ring = Arc<dyn Fn() + Send + Sync>;
+
+/// How often the listening thread looks whether its store is gone.
+const POLL: Duration = Duration::from_millis(250);
+/// The wait before connecting again after the connection was lost.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// The listening thread of one store; it ends when the store is dropped.
+pub(super) struct Listener {
+    rings: Arc<Mutex<Vec<Ring>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Listener {
+    pub(super) fn start(pool: Arc<Pool>) -> Listener {
+        let rings: Arc<Mutex<Vec<Ring>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s) = (Arc::clone(&rings), Arc::clone(&stop));
+        let spawned = std::thread::Builder::new()
+            .name("parley-pg-listen".into())
+            .spawn(move || listen(&pool, &r, &s));
+        if spawned.is_err() {
+            // Without the thread, waits still end at their deadline and see this
+            // engine's own commits; only other engines' commits wake them late.
+            stop.store(true, Ordering::Relaxed);
+        }
+        Listener { rings, stop }
+    }
+
+    pub(super) fn add(&self, ring: Ring) {
+        self.rings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ring);
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn ring_all(rings: &Mutex<Vec<Ring>>) {
+    let rings: Vec<Ring> = rings.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for ring in rings {
+        ring();
+    }
+}
+
+fn listen(pool: &Pool, rings: &Mutex<Vec<Ring>>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut client) = pool.target.connect() else {
+            std::thread::sleep(RETRY);
+            continue;
+        };
+        if client
+            .batch_execute(&format!("LISTEN {}", pool.target.channel))
+            .is_err()
+        {
+            std::thread::sleep(RETRY);
+            continue;
+        }
+        // Commits may have happened while no connection listened.
+        ring_all(rings);
+        while !stop.load(Ordering::Relaxed) {
+            let mut heard = false;
+            let mut lost = false;
+            {
+                let mut notes = client.notifications();
+                let mut iter = notes.timeout_iter(POLL);
+                loop {
+                    match postgres::fallible_iterator::FallibleIterator::next(&mut iter) {
+                        Ok(Some(_)) => heard = true,
+                        Ok(None) => break,
+                        Err(_) => {
+                            lost = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if heard {
+                ring_all(rings);
+            }
+            if lost || client.is_closed() {
+                break;
+            }
+        }
+    }
+}

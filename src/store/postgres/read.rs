@@ -1,0 +1,384 @@
+//! A transaction on one pooled connection: a snapshot, or the forum's one writer.
+
+use std::cell::RefCell;
+
+use postgres::Row;
+
+use super::conn::{Conn, Pooled};
+use crate::error::{Error, Result};
+use crate::protocol::ids::IdKind;
+use crate::protocol::state::State;
+use crate::store::codec::{self, decode_json};
+use crate::store::records::{
+    ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, TokenRec,
+};
+use crate::store::{Flow, ReadTx, Visit};
+
+/// Rows fetched by the first page of a scan; each further page is 4× larger, up to
+/// [`PAGE_MAX`]. Scans usually stop early (a page of a listing), and a page the
+/// visitor does not use is rows sent for nothing.
+const PAGE_FIRST: i64 = 64;
+const PAGE_MAX: i64 = 4096;
+
+/// What a writer keeps beside its transaction.
+#[derive(Default)]
+pub(super) struct Writing {
+    /// The last id of each kind handed out in this transaction.
+    pub(super) ids: [Option<u64>; 4],
+    /// The last message stored, for [`crate::store::WriteTx::index_words`].
+    pub(super) posted: Option<(u64, u64, String)>,
+    /// The channel a commit is announced on.
+    pub(super) channel: String,
+}
+
+/// A transaction. Its statements run in order on one connection; the connection
+/// sits in a `RefCell` because reads take `&self`. No borrow is held while a
+/// visitor runs, so a visitor may read through the same transaction.
+pub(super) struct Tx<'p> {
+    pub(super) conn: RefCell<Pooled<'p>>,
+    pub(super) writing: Option<Writing>,
+    /// Committed or rolled back: nothing left to end on drop.
+    pub(super) ended: bool,
+}
+
+impl<'p> Tx<'p> {
+    /// A consistent snapshot of everything committed.
+    pub(super) fn snapshot(mut pooled: Pooled<'p>) -> Result<Tx<'p>> {
+        if let Err(e) = pooled
+            .get()
+            .batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        {
+            pooled.discard();
+            return Err(e);
+        }
+        Ok(Tx {
+            conn: RefCell::new(pooled),
+            writing: None,
+            ended: false,
+        })
+    }
+
+    /// The forum's writer: waits for the forum's advisory lock, held until commit
+    /// or rollback, so writers of every engine run one at a time.
+    pub(super) fn writer(mut pooled: Pooled<'p>) -> Result<Tx<'p>> {
+        let (lock, channel) = {
+            let t = pooled.target();
+            (t.lock, t.channel.clone())
+        };
+        let begun = pooled.get().batch("BEGIN").and_then(|()| {
+            pooled
+                .get()
+                .exec("SELECT pg_advisory_xact_lock($1)", &[&lock])
+                .map(drop)
+        });
+        if let Err(e) = begun {
+            pooled.discard();
+            return Err(e);
+        }
+        Ok(Tx {
+            conn: RefCell::new(pooled),
+            writing: Some(Writing {
+                channel,
+                ..Writing::default()
+            }),
+            ended: false,
+        })
+    }
+
+    /// Runs `f` on the connection. A failure leaves the connection's state unknown
+    /// (an aborted transaction, a lost socket): it is not reused.
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut pooled = self.conn.borrow_mut();
+        let out = f(pooled.get());
+        if out.is_err() {
+            pooled.discard();
+        }
+        out
+    }
+
+    fn rows(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.with(|c| c.rows(sql, params))
+    }
+
+    fn record(&self, sql: &str, id: i64) -> Result<Option<Vec<u8>>> {
+        Ok(self.with(|c| c.row(sql, &[&id]))?.map(|r| r.get(0)))
+    }
+
+    /// Visits `(position, thread)` rows page by page. `fetch(conn, from, limit)`
+    /// returns the rows after (or, descending, before) `from`, in order.
+    fn pages(
+        &self,
+        mut from: i64,
+        mut fetch: impl FnMut(&mut Conn, i64, i64) -> Result<Vec<Row>>,
+        visit: Visit<'_>,
+    ) -> Result<()> {
+        let mut limit = PAGE_FIRST;
+        loop {
+            let rows = self.with(|c| fetch(c, from, limit))?;
+            let full = rows.len() as i64 == limit;
+            for row in rows {
+                let (pos, thread): (i64, i64) = (row.get(0), row.get(1));
+                from = pos;
+                if visit(pos as u64, thread as u64)? == Flow::Stop {
+                    return Ok(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
+            limit = (limit * 4).min(PAGE_MAX);
+        }
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        let pooled = self.conn.get_mut();
+        if !self.ended && !pooled.discarded() && pooled.get().batch("ROLLBACK").is_err() {
+            pooled.discard();
+        }
+    }
+}
+
+/// An id or position as PostgreSQL's `bigint`; the largest ones (`u64::MAX` as
+/// "no bound") become the largest `bigint`.
+pub(super) fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn damaged(what: &str) -> Error {
+    Error::storage(format!("a stored {what} is unreadable"))
+}
+
+impl ReadTx for Tx<'_> {
+    fn last_id(&self, kind: IdKind) -> Result<u64> {
+        let sql = match kind {
+            IdKind::Thread => "SELECT coalesce(max(id), 0) FROM threads",
+            IdKind::Message => "SELECT coalesce(max(id), 0) FROM messages",
+            IdKind::Claim => "SELECT coalesce(max(id), 0) FROM claims",
+            IdKind::Event => "SELECT coalesce(max(id), 0) FROM events",
+        };
+        let row = self
+            .with(|c| c.row(sql, &[]))?
+            .ok_or_else(|| damaged("id"))?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+
+    fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
+        let row = self.with(|c| c.row("SELECT rec FROM tokens WHERE key = $1", &[&key]))?;
+        row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()
+    }
+
+    fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {
+        let row =
+            self.with(|c| c.row("SELECT rec FROM identities WHERE name = $1", &[&identity]))?;
+        row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()
+    }
+
+    fn identities(&self) -> Result<Vec<(String, IdentityRec)>> {
+        self.rows("SELECT name, rec FROM identities ORDER BY name", &[])?
+            .iter()
+            .map(|r| Ok((r.get::<_, String>(0), decode_json(r.get::<_, &[u8]>(1))?)))
+            .collect()
+    }
+
+    fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
+        self.record("SELECT rec FROM threads WHERE id = $1", big(id))?
+            .map(|b| codec::decode_thread(&b))
+            .transpose()
+    }
+
+    fn message(&self, id: u64) -> Result<Option<MessageRec>> {
+        self.record("SELECT rec FROM messages WHERE id = $1", big(id))?
+            .map(|b| codec::decode(&b))
+            .transpose()
+    }
+
+    fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
+        let rows = self.rows(
+            "SELECT rec FROM messages WHERE thread = $1 ORDER BY id",
+            &[&big(thread)],
+        )?;
+        let mut out = Vec::with_capacity(expected.min(1 << 16).max(rows.len()));
+        for r in &rows {
+            out.push(codec::decode(r.get::<_, &[u8]>(0))?);
+        }
+        Ok(out)
+    }
+
+    fn claim(&self, id: u64) -> Result<Option<ClaimRec>> {
+        self.record("SELECT rec FROM claims WHERE id = $1", big(id))?
+            .map(|b| decode_json(&b))
+            .transpose()
+    }
+
+    fn event(&self, id: u64) -> Result<Option<EventRec>> {
+        self.record("SELECT rec FROM events WHERE id = $1", big(id))?
+            .map(|b| decode_json(&b))
+            .transpose()
+    }
+
+    fn writes_since(&self, identity: &str, since: i64) -> Result<Vec<i64>> {
+        Ok(self
+            .rows(
+                "SELECT at FROM writes WHERE identity = $1 AND at >= $2 ORDER BY at",
+                &[&identity, &since],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    fn scan_turns(&self, identity: &str, after: u64, visit: Visit<'_>) -> Result<()> {
+        self.pages(
+            big(after),
+            |c, from, limit| {
+                c.rows(
+                    "SELECT pos, thread FROM turns WHERE identity = $1 AND pos > $2 \
+                     ORDER BY pos LIMIT $3",
+                    &[&identity, &from, &limit],
+                )
+            },
+            visit,
+        )
+    }
+
+    fn scan_activity(&self, state: Option<State>, after: u64, visit: Visit<'_>) -> Result<()> {
+        match state {
+            Some(s) => {
+                let code = i16::from(s.code());
+                self.pages(
+                    big(after),
+                    |c, from, limit| {
+                        c.rows(
+                            "SELECT pos, thread FROM activity WHERE state = $1 AND pos > $2 \
+                             ORDER BY pos LIMIT $3",
+                            &[&code, &from, &limit],
+                        )
+                    },
+                    visit,
+                )
+            }
+            None => self.pages(
+                big(after),
+                |c, from, limit| {
+                    c.rows(
+                        "SELECT pos, thread FROM activity WHERE pos > $1 ORDER BY pos LIMIT $2",
+                        &[&from, &limit],
+                    )
+                },
+                visit,
+            ),
+        }
+    }
+
+    fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
+        match thread {
+            None => self.pages(
+                big(after),
+                |c, from, limit| {
+                    c.rows(
+                        "SELECT id, thread FROM events WHERE id > $1 ORDER BY id LIMIT $2",
+                        &[&from, &limit],
+                    )
+                },
+                visit,
+            ),
+            Some(t) => self.pages(
+                big(after),
+                |c, from, limit| {
+                    c.rows(
+                        "SELECT id, thread FROM events WHERE thread = $1 AND id > $2 \
+                         ORDER BY id LIMIT $3",
+                        &[&big(t), &from, &limit],
+                    )
+                },
+                visit,
+            ),
+        }
+    }
+
+    fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        // One posting list drives, the others are probed by (word, message): the
+        // primary key, so each probe is one index lookup.
+        let n = words.len();
+        let mut sql = String::from("SELECT w0.message, w0.thread FROM words w0");
+        for i in 1..n {
+            sql.push_str(&format!(
+                " JOIN words w{i} ON w{i}.word = ${} AND w{i}.message = w0.message",
+                i + 1
+            ));
+        }
+        sql.push_str(&format!(
+            " WHERE w0.word = $1 AND w0.message < ${} ORDER BY w0.message DESC LIMIT ${}",
+            n + 1,
+            n + 2
+        ));
+        self.pages(
+            big(before),
+            |c, from, limit| {
+                let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = words
+                    .iter()
+                    .map(|w| w as &(dyn postgres::types::ToSql + Sync))
+                    .collect();
+                params.push(&from);
+                params.push(&limit);
+                c.rows(&sql, &params)
+            },
+            visit,
+        )
+    }
+
+    fn remembered(&self, identity: &str, key: &str) -> Result<Option<(Remembered, MessageRec)>> {
+        let row = self.with(|c| {
+            c.row(
+                "SELECT message FROM idempotency WHERE identity = $1 AND key = $2",
+                &[&identity, &key],
+            )
+        })?;
+        let Some(id) = row.map(|r| r.get::<_, i64>(0) as u64) else {
+            return Ok(None);
+        };
+        let Some(message) = self.message(id)? else {
+            return Ok(None);
+        };
+        let Some(digest) = message.key.as_ref().map(|k| k.digest) else {
+            return Ok(None);
+        };
+        let post = Remembered {
+            message: id,
+            at: message.created_at,
+            digest,
+        };
+        Ok(Some((post, message)))
+    }
+
+    fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
+        match thread {
+            None => self.pages(
+                big(after),
+                |c, from, limit| {
+                    c.rows(
+                        "SELECT id, thread FROM messages WHERE id > $1 ORDER BY id LIMIT $2",
+                        &[&from, &limit],
+                    )
+                },
+                visit,
+            ),
+            Some(t) => self.pages(
+                big(after),
+                |c, from, limit| {
+                    c.rows(
+                        "SELECT id, thread FROM messages WHERE thread = $1 AND id > $2 \
+                         ORDER BY id LIMIT $3",
+                        &[&big(t), &from, &limit],
+                    )
+                },
+                visit,
+            ),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The forum's tables, versioned: migrations run on open, under the forum's lock.
+
+use super::conn::Pooled;
+use crate::error::{Error, Result};
+
+/// Each entry takes the schema from the version of its index to the next. A
+/// database whose version is past the end was written by a newer release and is
+/// refused. Ids are `bigint`: records and positions are those of the redb file
+/// (`docs/storage.md`), in the same encodings.
+const MIGRATIONS: &[&str] = &[
+    // Version 1.
+    "CREATE TABLE parley_meta (key text PRIMARY KEY, value bigint NOT NULL);
+     CREATE TABLE tokens (key bytea PRIMARY KEY, rec bytea NOT NULL);
+     CREATE TABLE identities (name text COLLATE \"C\" PRIMARY KEY, rec bytea NOT NULL);
+     CREATE TABLE threads (id bigint PRIMARY KEY, rec bytea NOT NULL);
+     CREATE TABLE messages (id bigint PRIMARY KEY, thread bigint NOT NULL, rec bytea NOT NULL);
+     CREATE INDEX messages_by_thread ON messages (thread, id);
+     CREATE TABLE claims (id bigint PRIMARY KEY, rec bytea NOT NULL);
+     CREATE TABLE events (id bigint PRIMARY KEY, thread bigint NOT NULL, rec bytea NOT NULL);
+     CREATE INDEX events_by_thread ON events (thread, id);
+     CREATE TABLE turns (identity text NOT NULL, pos bigint NOT NULL, thread bigint NOT NULL,
+                         PRIMARY KEY (identity, pos));
+     CREATE TABLE activity (state smallint NOT NULL, pos bigint NOT NULL, thread bigint NOT NULL,
+                            PRIMARY KEY (state, pos));
+     CREATE INDEX activity_by_pos ON activity (pos);
+     CREATE TABLE writes (identity text NOT NULL, message bigint NOT NULL, at bigint NOT NULL,
+                          PRIMARY KEY (identity, message));
+     CREATE TABLE words (word text NOT NULL, message bigint NOT NULL, thread bigint NOT NULL,
+                         PRIMARY KEY (word, message));
+     CREATE TABLE idempotency (identity text NOT NULL, key text NOT NULL,
+                               message bigint NOT NULL, at bigint NOT NULL,
+                               PRIMARY KEY (identity, key));
+     CREATE INDEX idempotency_by_age ON idempotency (at);",
+];
+
+/// The schema version this release writes.
+pub(super) const SCHEMA_VERSION: u64 = MIGRATIONS.len() as u64;
+
+/// Creates or migrates the forum's schema; returns its cursor key.
+pub(super) fn prepare(pooled: &mut Pooled<'_>) -> Result<u64> {
+    let (target_schema, lock, shown) = {
+        let t = pooled.target();
+        (t.schema.clone(), t.lock, t.shown.clone())
+    };
+    let conn = pooled.get();
+    conn.batch("BEGIN")?;
+    let result = (|| {
+        conn.exec("SELECT pg_advisory_xact_lock($1)", &[&lock])?;
+        let tables: Vec<String> = conn
+            .rows(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+                &[&target_schema],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if !tables.is_empty() && !tables.iter().any(|t| t == "parley_meta") {
+            return Err(Error::NotAForum(format!(
+                "{shown}: the schema {target_schema} holds tables of another application \
+                 ({}); Parley left it untouched. Name another forum with ?forum=NAME",
+                tables.join(", ")
+            )));
+        }
+        conn.batch(&format!("CREATE SCHEMA IF NOT EXISTS {target_schema}"))?;
+        let found: u64 = if tables.is_empty() {
+            0
+        } else {
+            meta(conn, "schema_version")?.unwrap_or(0)
+        };
+        if found > SCHEMA_VERSION {
+            return Err(Error::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for (v, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            conn.batch(sql)?;
+            set_meta(conn, "schema_version", v as u64 + 1)?;
+        }
+        let key = match meta(conn, "cursor_key")? {
+            Some(k) => k,
+            None => {
+                let mut bytes = [0u8; 8];
+                getrandom::fill(&mut bytes)
+                    .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
+                let k = u64::from_le_bytes(bytes);
+                set_meta(conn, "cursor_key", k)?;
+                k
+            }
+        };
+        Ok(key)
+    })();
+    match result {
+        Ok(key) => {
+            conn.batch("COMMIT")?;
+            Ok(key)
+        }
+        Err(e) => {
+            if conn.batch("ROLLBACK").is_err() {
+                pooled.discard();
+            }
+            Err(e)
+        }
+    }
+}
+
+fn meta(conn: &mut super::conn::Conn, key: &str) -> Result<Option<u64>> {
+    Ok(conn
+        .row("SELECT value FROM parley_meta WHERE key = $1", &[&key])?
+        .map(|r| r.get::<_, i64>(0) as u64))
+}
+
+fn set_meta(conn: &mut super::conn::Conn, key: &str, value: u64) -> Result<()> {
+    conn.exec(
+        "INSERT INTO parley_meta (key, value) VALUES ($1, $2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&key, &(value as i64)],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! The PostgreSQL server of the tests: `tests/pg/server.sh` starts a throwaway one
+//! and sets `PARLEY_TEST_PG`. Each test opens forums of its own (a schema each),
+//! so tests run in parallel on one server.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The server's URL, or `None` when none was started. With
+/// `PARLEY_TEST_PG_REQUIRED` set (the test command sets it), a missing server
+/// fails the test instead of skipping it.
+pub fn server() -> Option<String> {
+    match std::env::var("PARLEY_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("PARLEY_TEST_PG_REQUIRED").is_none(),
+                "PARLEY_TEST_PG_REQUIRED is set but PARLEY_TEST_PG is not"
+            );
+            eprintln!("skipped: no PostgreSQL server (source tests/pg/server.sh && pg_start)");
+            None
+        }
+    }
+}
+
+/// A forum name no other test (of this or an earlier run) uses.
+pub fn fresh_name(tag: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("t{}_{}_{n}_{nanos}", std::process::id(), tag)
+        .chars()
+        .take(40)
+        .collect()
+}
+
+/// The URL of a new forum on the server.
+pub fn fresh_url(base: &str, tag: &str) -> String {
+    with_forum(base, &fresh_name(tag))
+}
+
+/// `base` naming the forum `name`.
+pub fn with_forum(base: &str, name: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}forum={name}")
+}
