@@ -7,7 +7,11 @@ mod harness;
 #[path = "pg/support.rs"]
 mod support;
 
-use parley_forum::{Config, Error, Forum};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parley_forum::{Config, Error, Forum, Reason, Right, TokenSpec};
+use serde_json::{json, Value};
 
 use harness::{direct_call, load_transcript, run_transcript_on, transcript_paths};
 
@@ -103,4 +107,185 @@ fn an_unreachable_server_is_a_clear_storage_error() {
     )
     .expect_err("bad name");
     assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+/// Two engines on one forum, as two processes would have.
+struct Pair {
+    a: Arc<Forum>,
+    b: Arc<Forum>,
+}
+
+fn pair(base: &str, settings: Value) -> Pair {
+    let url = support::fresh_url(base, "pair");
+    let open = || Arc::new(Forum::open(&url, Config::from_json(&settings).unwrap()).unwrap());
+    Pair {
+        a: open(),
+        b: open(),
+    }
+}
+
+fn llm(forum: &Forum, who: &str) -> String {
+    forum
+        .create_token(&TokenSpec::llm(who, &[Right::Read, Right::Write]))
+        .unwrap()
+}
+
+fn num(id: &Value) -> u64 {
+    id.as_str()
+        .unwrap()
+        .split('_')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn ask(forum: &Forum, token: &str, body: &str) -> Value {
+    forum
+        .call(
+            Some(token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": body}),
+        )
+        .unwrap()
+}
+
+#[test]
+fn writers_on_two_engines_get_strictly_increasing_ids_and_lose_nothing() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 0}}));
+    let token = llm(&p.a, "writer");
+    let (per_writer, writers) = (25, 8);
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let forum = Arc::clone(if w % 2 == 0 { &p.a } else { &p.b });
+            let token = token.clone();
+            std::thread::spawn(move || {
+                (0..per_writer)
+                    .map(|i| {
+                        num(&ask(&forum, &token, &format!("writer {w} post {i}"))["message"]["id"])
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut acknowledged: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    acknowledged.sort_unstable();
+    acknowledged.dedup();
+    assert_eq!(
+        acknowledged.len(),
+        per_writer * writers,
+        "an id was given twice"
+    );
+    // A reader following the feed with cursors, on either engine, sees every
+    // message once, in increasing id order.
+    for reader in [&p.a, &p.b] {
+        let (mut seen, mut cursor) = (Vec::new(), Value::Null);
+        loop {
+            let mut args = json!({"limit": 37});
+            if !cursor.is_null() {
+                args["since"] = cursor.clone();
+            }
+            let page = reader.call(Some(&token), "get_messages", &args).unwrap();
+            let items = page["items"].as_array().unwrap();
+            if items.is_empty() {
+                break;
+            }
+            seen.extend(items.iter().map(|m| num(&m["id"])));
+            cursor = page["cursor"].clone();
+        }
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "ids must strictly increase"
+        );
+        assert_eq!(seen, acknowledged);
+    }
+}
+
+#[test]
+fn a_token_revoked_on_one_engine_is_refused_on_the_other_at_once() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({}));
+    let token = llm(&p.a, "agent");
+    // The other engine has used the token (a cache would now hold it).
+    p.b.call(Some(&token), "whoami", &json!({})).unwrap();
+    assert!(p.a.revoke_token(&token).unwrap());
+    let err = p.b.call(Some(&token), "whoami", &json!({})).unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::TokenInvalid),
+        "{err}"
+    );
+    let err =
+        p.b.call(
+            Some(&token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::TokenInvalid),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_rate_limit_counts_writes_on_every_engine() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 3}}));
+    let token = llm(&p.a, "chatty");
+    ask(&p.a, &token, "one");
+    ask(&p.b, &token, "two");
+    ask(&p.a, &token, "three");
+    let err =
+        p.b.call(
+            Some(&token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": "four"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::RateLimited),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wait_on_one_engine_wakes_for_a_post_on_the_other() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 0}}));
+    let (alice, bob) = (llm(&p.a, "alice"), llm(&p.a, "bob"));
+    let waiter = {
+        let (b, bob) = (Arc::clone(&p.b), bob.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let page = b
+                .call(Some(&bob), "get_inbox", &json!({"wait_ms": 20000}))
+                .unwrap();
+            (page, start.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    p.a.call(
+        Some(&alice),
+        "post",
+        &json!({"parley": "1", "kind": "ask", "body": "bob, a question", "to": "ainotes:bob"}),
+    )
+    .unwrap();
+    let (page, took) = waiter.join().unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
+    assert!(took < Duration::from_secs(10), "woke after {took:?}");
 }

@@ -1,6 +1,9 @@
 //! Property tests: random sequences of acts by random actors keep the protocol's
 //! invariants.
 
+#[path = "pg/support.rs"]
+mod support;
+
 use std::collections::HashMap;
 
 use parley_forum::{Config, Forum, Right, TokenSpec};
@@ -69,7 +72,20 @@ impl World {
     fn new() -> World {
         let mut config = Config::default();
         config.limits.writes_per_minute = 0;
-        let forum = Forum::in_memory(config).unwrap();
+        World::on(Forum::in_memory(config).unwrap())
+    }
+
+    /// A world on a new forum of the PostgreSQL server, if one runs.
+    fn on_postgres() -> Option<World> {
+        let base = support::server()?;
+        let mut config = Config::default();
+        config.limits.writes_per_minute = 0;
+        config.durability = parley_forum::Durability::Volatile;
+        let url = support::fresh_url(&base, "props");
+        Some(World::on(Forum::open(url, config).unwrap()))
+    }
+
+    fn on(forum: Forum) -> World {
         let rw = [Right::Read, Right::Write];
         let tokens = vec![
             forum.create_token(&TokenSpec::llm("creator", &rw)).unwrap(),
@@ -206,70 +222,115 @@ proptest! {
 
     #[test]
     fn random_acts_keep_the_invariants(steps in proptest::collection::vec(step(), 1..60)) {
-        let mut world = World::new();
-        for s in &steps {
-            let env = world.envelope(s);
-            let before = env.get("thread").or(env.get("parent")).map(|_| ());
-            let target = env.get("thread").and_then(Value::as_str).map(str::to_string).or_else(|| {
+        keep_the_invariants(World::new(), &steps)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+
+    /// The same on the PostgreSQL backend.
+    #[test]
+    fn random_acts_keep_the_invariants_on_postgres(steps in proptest::collection::vec(step(), 1..60)) {
+        if let Some(world) = World::on_postgres() {
+            keep_the_invariants(world, &steps)?;
+        }
+    }
+}
+
+fn keep_the_invariants(mut world: World, steps: &[Step]) -> Result<(), TestCaseError> {
+    for s in steps {
+        let env = world.envelope(s);
+        let before = env.get("thread").or(env.get("parent")).map(|_| ());
+        let target = env
+            .get("thread")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
                 env.get("parent").and_then(Value::as_str).and_then(|p| {
-                    world.messages.iter().find(|(_, ms)| ms.iter().any(|m| m == p)).map(|(t, _)| t.clone())
+                    world
+                        .messages
+                        .iter()
+                        .find(|(_, ms)| ms.iter().any(|m| m == p))
+                        .map(|(t, _)| t.clone())
                 })
             });
-            let prior = target.as_ref().map(|t| world.thread(t)["thread"].clone());
-            let result = world.forum.call(Some(&world.tokens[s.actor]), "post", &env);
-            let Ok(result) = result else { continue };
-            let _ = before;
+        let prior = target.as_ref().map(|t| world.thread(t)["thread"].clone());
+        let result = world.forum.call(Some(&world.tokens[s.actor]), "post", &env);
+        let Ok(result) = result else { continue };
+        let _ = before;
 
-            // Ids strictly increase.
-            let msg = result["message"]["id"].as_str().unwrap().to_string();
-            prop_assert!(num(&msg) > world.last_message);
-            world.last_message = num(&msg);
-            for e in result.get("events").and_then(Value::as_array).cloned().unwrap_or_default().iter().chain(result.get("event")) {
-                let id = num(e["id"].as_str().unwrap());
-                prop_assert!(id > world.last_event);
-                world.last_event = id;
-            }
-            let thread = result["thread"]["id"].as_str().unwrap().to_string();
-            if !world.threads.contains(&thread) {
-                world.threads.push(thread.clone());
-            }
-            world.messages.entry(thread.clone()).or_default().push(msg);
-            if let Some(c) = result.get("claim") {
-                world.claims.push(c["id"].as_str().unwrap().to_string());
-            }
-
-            if let Some(prior) = prior {
-                let kind = KINDS[s.kind];
-                // A locked thread accepts nothing but reopen.
-                if prior["locked"].as_bool().unwrap() {
-                    prop_assert_eq!(kind, "reopen");
-                }
-                // No llm moves a state backwards (reopen is the one way back).
-                let human = ACTORS[s.actor] == "human";
-                let (from, to) = (prior["state"].as_str().unwrap(), result["thread"]["state"].as_str().unwrap());
-                if !human && kind != "reopen" && from != to {
-                    let rank = |s: &str| FORWARD.iter().position(|f| *f == s);
-                    if let (Some(a), Some(b)) = (rank(from), rank(to)) {
-                        prop_assert!(b > a, "{} moved {} back to {}", ACTORS[s.actor], from, to);
-                    }
-                    prop_assert!(rank(from).is_some(), "{} left side state {} by {}", ACTORS[s.actor], from, kind);
-                }
-            }
+        // Ids strictly increase.
+        let msg = result["message"]["id"].as_str().unwrap().to_string();
+        prop_assert!(num(&msg) > world.last_message);
+        world.last_message = num(&msg);
+        for e in result
+            .get("events")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .chain(result.get("event"))
+        {
+            let id = num(e["id"].as_str().unwrap());
+            prop_assert!(id > world.last_event);
+            world.last_event = id;
         }
-        for thread in world.threads.clone() {
-            let view = world.thread(&thread);
-            // One state per thread, from the protocol's list.
-            prop_assert!(STATES.contains(&view["thread"]["state"].as_str().unwrap()));
-            let locked = view["thread"]["locked"].as_bool().unwrap();
-            prop_assert_eq!(locked, view["thread"]["state"] == "closed" && !view["thread"]["state_confirmed_at"].is_null());
-            replay_matches(&world, &thread)?;
-            // `awaiting` is what the last turn-setting message says.
-            let awaiting = &view["thread"]["awaiting"];
-            match last_turn_setter(&view) {
-                Some((_, kind)) if kind == "decide" || kind == "mark" => prop_assert!(awaiting.is_null()),
-                Some((id, _)) => prop_assert_eq!(awaiting["message"].as_str(), Some(id.as_str())),
-                None => {}
+        let thread = result["thread"]["id"].as_str().unwrap().to_string();
+        if !world.threads.contains(&thread) {
+            world.threads.push(thread.clone());
+        }
+        world.messages.entry(thread.clone()).or_default().push(msg);
+        if let Some(c) = result.get("claim") {
+            world.claims.push(c["id"].as_str().unwrap().to_string());
+        }
+
+        if let Some(prior) = prior {
+            let kind = KINDS[s.kind];
+            // A locked thread accepts nothing but reopen.
+            if prior["locked"].as_bool().unwrap() {
+                prop_assert_eq!(kind, "reopen");
+            }
+            // No llm moves a state backwards (reopen is the one way back).
+            let human = ACTORS[s.actor] == "human";
+            let (from, to) = (
+                prior["state"].as_str().unwrap(),
+                result["thread"]["state"].as_str().unwrap(),
+            );
+            if !human && kind != "reopen" && from != to {
+                let rank = |s: &str| FORWARD.iter().position(|f| *f == s);
+                if let (Some(a), Some(b)) = (rank(from), rank(to)) {
+                    prop_assert!(b > a, "{} moved {} back to {}", ACTORS[s.actor], from, to);
+                }
+                prop_assert!(
+                    rank(from).is_some(),
+                    "{} left side state {} by {}",
+                    ACTORS[s.actor],
+                    from,
+                    kind
+                );
             }
         }
     }
+    for thread in world.threads.clone() {
+        let view = world.thread(&thread);
+        // One state per thread, from the protocol's list.
+        prop_assert!(STATES.contains(&view["thread"]["state"].as_str().unwrap()));
+        let locked = view["thread"]["locked"].as_bool().unwrap();
+        prop_assert_eq!(
+            locked,
+            view["thread"]["state"] == "closed" && !view["thread"]["state_confirmed_at"].is_null()
+        );
+        replay_matches(&world, &thread)?;
+        // `awaiting` is what the last turn-setting message says.
+        let awaiting = &view["thread"]["awaiting"];
+        match last_turn_setter(&view) {
+            Some((_, kind)) if kind == "decide" || kind == "mark" => {
+                prop_assert!(awaiting.is_null())
+            }
+            Some((id, _)) => prop_assert_eq!(awaiting["message"].as_str(), Some(id.as_str())),
+            None => {}
+        }
+    }
+    Ok(())
 }

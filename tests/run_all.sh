@@ -4,8 +4,8 @@
 # (package, conformance, stubs), the web view in headless Chromium, end to end
 # (MCP SDK, MCP conformance suite, REST), the packages as users install them
 # (cargo cinstall, pip), and a quick benchmark smoke run. Needs only Rust, Python 3
-# and a C compiler; it installs the rest itself (a venv under .venv, jansson, Chromium
-# and chromedriver from Debian, cargo-c from crates.io, npm packages).
+# and a C compiler; it installs the rest itself (a venv under .venv, jansson, Chromium,
+# chromedriver and PostgreSQL from Debian, cargo-c from crates.io, npm packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,12 @@ step() { printf '\n==> %s\n' "$*"; }
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "a throwaway PostgreSQL server (Debian's package) for the PostgreSQL backend"
+# shellcheck source=tests/pg/server.sh
+source tests/pg/server.sh
+pg_start
+trap pg_stop EXIT
 
 step "Rust tests"
 cargo test --workspace --locked

@@ -4,6 +4,9 @@
 //! a refused post; a forum file of schema version 2 gains the index on open, with
 //! progress, and finds its old messages.
 
+#[path = "pg/support.rs"]
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use parley_forum::protocol::words;
@@ -139,25 +142,59 @@ proptest! {
         bodies in prop::collection::vec(body_strategy(), 300..1400),
         queries in prop::collection::vec(prop::collection::vec(0..VOCABULARY.len(), 1..4), 6),
     ) {
-        let c = cast(Forum::in_memory(config()).unwrap());
-        // Unique bodies: the repeat guard must not refuse any.
-        let bodies: Vec<String> = bodies
-            .iter()
-            .enumerate()
-            .map(|(i, b)| format!("{b} n{i}"))
-            .collect();
-        let posted = fill(&c, &bodies);
-        for q in &queries {
-            let text = q.iter().map(|w| VOCABULARY[*w]).collect::<Vec<_>>().join(" ");
-            prop_assert_eq!(search_all(&c, &text, None), brute_force(&posted, &text, None), "q = {}", text);
-            let thread = posted[posted.len() / 2].1.clone();
-            prop_assert_eq!(
-                search_all(&c, &text, Some(&thread)),
-                brute_force(&posted, &text, Some(&thread)),
-                "q = {} in {}", text, thread
-            );
+        search_matches_brute_force(Forum::in_memory(config()).unwrap(), &bodies, &queries)?;
+    }
+
+    /// The same on the PostgreSQL backend, whose index is a table of its own.
+    #[test]
+    fn search_equals_a_brute_force_scan_on_postgres(
+        bodies in prop::collection::vec(body_strategy(), 100..500),
+        queries in prop::collection::vec(prop::collection::vec(0..VOCABULARY.len(), 1..4), 6),
+    ) {
+        if let Some(base) = support::server() {
+            let mut config = config();
+            config.durability = parley_forum::Durability::Volatile;
+            let forum = Forum::open(support::fresh_url(&base, "search"), config).unwrap();
+            search_matches_brute_force(forum, &bodies, &queries)?;
         }
     }
+}
+
+fn search_matches_brute_force(
+    forum: Forum,
+    bodies: &[String],
+    queries: &[Vec<usize>],
+) -> Result<(), TestCaseError> {
+    let c = cast(forum);
+    // Unique bodies: the repeat guard must not refuse any.
+    let bodies: Vec<String> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("{b} n{i}"))
+        .collect();
+    let posted = fill(&c, &bodies);
+    for q in queries {
+        let text = q
+            .iter()
+            .map(|w| VOCABULARY[*w])
+            .collect::<Vec<_>>()
+            .join(" ");
+        prop_assert_eq!(
+            search_all(&c, &text, None),
+            brute_force(&posted, &text, None),
+            "q = {}",
+            text
+        );
+        let thread = posted[posted.len() / 2].1.clone();
+        prop_assert_eq!(
+            search_all(&c, &text, Some(&thread)),
+            brute_force(&posted, &text, Some(&thread)),
+            "q = {} in {}",
+            text,
+            thread
+        );
+    }
+    Ok(())
 }
 
 #[test]
