@@ -103,6 +103,13 @@ impl Forum {
         })
     }
 
+    /// Whether other engines may share this forum at once (a forum in PostgreSQL).
+    /// Each call then reads what they may have changed from the database: a host
+    /// should make calls only where blocking is allowed (not on an async worker).
+    pub fn is_shared(&self) -> bool {
+        self.store.shared()
+    }
+
     /// The settings the forum was opened with.
     pub fn config(&self) -> &Config {
         &self.config

@@ -2,6 +2,7 @@
 # A throwaway PostgreSQL server for the tests of the PostgreSQL backend.
 #
 #   source tests/pg/server.sh && pg_start    # sets PARLEY_TEST_PG
+#   pg_down; pg_up                           # an outage, and the server back
 #   pg_stop                                  # stops it and removes its files
 #
 # It installs Debian's `postgresql` when the server binaries are missing, runs as
@@ -41,19 +42,25 @@ pg_start() {
     [ "$(id -u)" -eq 0 ] && chown postgres "$PG_DIR"
     pg_as "$bin/initdb" -D "$PG_DIR/data" -U parley --auth=trust -E UTF8 --locale=C.UTF-8 >"$PG_DIR/initdb.log" 2>&1 ||
         { cat "$PG_DIR/initdb.log" >&2; return 1; }
-    pg_as "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
-        -o "-c listen_addresses='' -k $PG_DIR -c max_connections=300 -c fsync=on" start >/dev/null ||
-        { cat "$PG_DIR/server.log" >&2; return 1; }
     export PG_DIR
+    pg_up || return 1
     export PARLEY_TEST_PG="postgres://parley@localhost/postgres?host=$PG_DIR"
     # Tests that need the server fail, rather than skip, when it is not there.
     export PARLEY_TEST_PG_REQUIRED=1
     echo "PostgreSQL at $PG_DIR" >&2
 }
 
-# Stops and starts the running server (for the tests of an outage).
-pg_ctl_cmd() {
-    pg_as "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w "$@"
+# Starts the server of $PG_DIR (again, after `pg_down`), on its socket only.
+pg_up() {
+    pg_as "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
+        -o "-c listen_addresses='' -k $PG_DIR -c max_connections=300" start >/dev/null ||
+        { cat "$PG_DIR/server.log" >&2; return 1; }
+}
+
+# Stops the server of $PG_DIR at once, cutting its connections mid-transaction
+# (for the tests of an outage); its files stay for `pg_up`.
+pg_down() {
+    pg_as "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
 }
 
 pg_stop() {

@@ -40,7 +40,9 @@ const EXIT_REFUSED: u8 = 3;
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
-    /// The forum file (created by `token create` and `serve` when absent).
+    /// The forum file (created by `token create` and `serve` when absent), or a
+    /// PostgreSQL database as `postgres://user@host/db?forum=NAME`, which any number
+    /// of servers and commands may open at once (docs/deployment.md).
     #[arg(
         long,
         global = true,
@@ -563,6 +565,11 @@ fn settings(json: Option<&str>) -> Result<Config, Failure> {
 /// Opens the forum file; only commands that may start a forum create a missing file,
 /// so that a mistyped `--db` on a read is reported rather than silently made empty.
 fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
+    if control::is_shared(path) {
+        // The backend's errors name the database without its password; the URL
+        // itself is never printed.
+        return Forum::open(path, config).map_err(|err| Failure::Other(err.to_string()));
+    }
     if !create && !path.exists() {
         return Err(Failure::Other(format!(
             "no forum at {} (set --db or PARLEY_DB; `parley token create` starts one)",

@@ -44,6 +44,9 @@ impl Client {
 
     /// [`Client::connect`] for the user `own`.
     fn connect_as(db: &Path, own: u32) -> Result<Option<Client>, String> {
+        if super::is_shared(db) {
+            return Ok(None);
+        }
         let path = socket_path(db);
         match fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_socket() => {}

@@ -39,6 +39,14 @@ pub(crate) use server::{Channel, Direct, Engine};
 /// The longest request line the server reads (the newline aside).
 pub(crate) const MAX_LINE: usize = 1 << 20;
 
+/// Whether `db` names a forum in PostgreSQL. Such a forum has no admin channel:
+/// it is shared by design, and every command opens it directly, beside any running
+/// server (a token made or revoked that way holds on every server at once).
+pub(crate) fn is_shared(db: &Path) -> bool {
+    db.to_str()
+        .is_some_and(parley_forum::store::is_postgres_url)
+}
+
 /// The socket of the forum file `db`: the file's name with `.sock` appended.
 pub(crate) fn socket_path(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();

@@ -137,6 +137,9 @@ impl Channel {
     /// server must not replace is an error (the server does not start); a channel
     /// that cannot be offered for another reason is a warning, and `None`.
     pub(crate) fn start(db: &Path, backend: Arc<dyn Backend>) -> Result<Option<Channel>, Failure> {
+        if super::is_shared(db) {
+            return Ok(None);
+        }
         match Channel::start_with(db, backend, peer_uid, LIMITS) {
             Ok(channel) => {
                 eprintln!(
@@ -157,6 +160,9 @@ impl Channel {
     /// made), so that a server that would be refused there leaves no new forum file
     /// behind. A stale socket of ours is removed here; `start` checks again.
     pub(crate) fn preflight(db: &Path) -> Result<(), Failure> {
+        if super::is_shared(db) {
+            return Ok(());
+        }
         // A live server answers: opening the file reports that it is held, and by whom.
         if let Ok(Some(_)) = super::Client::connect(db) {
             return Ok(());

@@ -63,7 +63,14 @@ fn identity(app: &App, headers: &HeaderMap) -> Option<String> {
             .and_then(|id| app.web.token_of(&id)),
         Err(_) => None,
     }?;
-    app.forum.identity_of(&token)
+    if app.forum.is_shared() {
+        // A shared forum's token is looked up in the database, a blocking round
+        // trip: off the async worker (the PostgreSQL client may not block on one).
+        tokio::task::block_in_place(|| app.forum.identity_of(&token))
+    } else {
+        // The file's callers are cached: no I/O, no hand-off.
+        app.forum.identity_of(&token)
+    }
 }
 
 /// The reason a JSON response carries: a REST refusal or error (`error.reason`), a

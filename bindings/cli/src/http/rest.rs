@@ -302,6 +302,21 @@ pub(crate) fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCo
             "unknown_operation",
             &format!("operation {name} is not offered by this forum"),
         ),
+        // The storage is out of reach (a database that is down, a full disk): the
+        // request may succeed when repeated, and nothing of it was written.
+        Err(Error::Storage(err)) => {
+            eprintln!("parley: {op} failed: {err}");
+            let mut resp = error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                &format!("storage error: {err}"),
+            );
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(STORAGE_RETRY_AFTER_S),
+            );
+            resp
+        }
         Err(err) => {
             eprintln!("parley: {op} failed: {err}");
             error_response(
@@ -312,6 +327,10 @@ pub(crate) fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCo
         }
     }
 }
+
+/// `Retry-After` of a storage failure: a restarting database is usually back
+/// within seconds.
+const STORAGE_RETRY_AFTER_S: u64 = 1;
 
 /// The query string as operation arguments: `limit=10&since=c1` → `{"limit": 10, "since": "c1"}`.
 pub(crate) fn query_args(query: &str) -> Result<Map<String, Value>, Refusal> {
