@@ -10,7 +10,8 @@
 #      or error, fails the run;
 #   4. runs the official MCP conformance suite (pinned there too) against
 #      `parley serve --http`, once per spec revision the server speaks, with
-#      conformance-expected-failures.txt as the baseline of known failures.
+#      conformance-expected-failures.txt as the baseline of known failures; with
+#      PARLEY_TEST_PG set, again against each of two servers on one PostgreSQL forum.
 # Exits non-zero when any of them fails.
 set -euo pipefail
 
@@ -40,12 +41,14 @@ fi
 export PATH="$here/node_modules/.bin:$PATH"
 
 work="$(mktemp -d)"
-server_pid=""
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  local pid
+  for pid in $(cat "$work/pids" 2>/dev/null); do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -75,34 +78,58 @@ fi
 echo "10 tools, no findings"
 
 echo "== MCP conformance suite"
-env -u PARLEY_TOKEN -u PARLEY_SETTINGS \
-  "$bin" --db "$work/forum.redb" serve --http 127.0.0.1:0 2>"$work/server.log" &
-server_pid=$!
-url=""
-for _ in $(seq 1 300); do
-  url="$(sed -n 's|.*listening on \(http://[^ ]*\).*|\1|p' "$work/server.log" | head -n 1)"
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
-url="$url/mcp"
+# Starts `parley --db DB serve --http` and prints its MCP URL; its pid is appended
+# to $work/pids.
+start_server() {
+  local db="$1" log="$2" url=""
+  # stdout to /dev/null: a server holding the pipe of $(start_server …) open would
+  # keep the substitution waiting for it to exit.
+  env -u PARLEY_TOKEN -u PARLEY_SETTINGS "$bin" --db "$db" serve --http 127.0.0.1:0 >/dev/null 2>"$log" &
+  echo $! >>"$work/pids"
+  for _ in $(seq 1 300); do
+    url="$(sed -n 's|.*listening on \(http://[^ ]*\).*|\1|p' "$log" | head -n 1)"
+    [ -n "$url" ] && break
+    kill -0 "$!" 2>/dev/null || { cat "$log" >&2; return 1; }
+    sleep 0.1
+  done
+  [ -n "$url" ] || { echo "the server did not start" >&2; cat "$log" >&2; return 1; }
+  echo "$url/mcp"
+}
 
 status=0
-for rev in "${revisions[@]}"; do
-  baseline="$work/expected-failures-$rev.yml"
-  {
-    echo "server:"
-    awk -v rev="$rev" '!/^#/ && NF >= 2 { n = split($2, r, ","); for (i = 1; i <= n; i++) if (r[i] == rev) print "  - " $1 }' \
-      "$here/conformance-expected-failures.txt"
-  } >"$baseline"
-  echo "-- requirements $rev against $url"
-  # The suite's own total counts the expected failures; reword it so no reader takes
-  # it for this run's verdict, which is the baseline check's (and the exit status).
-  if ! conformance server --url "$url" --requirements "$rev" --expected-failures "$baseline" -o "$work/results-$rev" \
-    | sed -u 's/^Total: /suite total, expected failures included: /'; then
-    echo "conformance ($rev): unexpected result (see the summary above)" >&2
-    status=1
-  fi
-done
+# Runs every spec revision's requirements against the server at $1.
+suite() {
+  local url="$1" rev baseline
+  for rev in "${revisions[@]}"; do
+    baseline="$work/expected-failures-$rev.yml"
+    {
+      echo "server:"
+      awk -v rev="$rev" '!/^#/ && NF >= 2 { n = split($2, r, ","); for (i = 1; i <= n; i++) if (r[i] == rev) print "  - " $1 }' \
+        "$here/conformance-expected-failures.txt"
+    } >"$baseline"
+    echo "-- requirements $rev against $url"
+    # The suite's own total counts the expected failures; reword it so no reader takes
+    # it for this run's verdict, which is the baseline check's (and the exit status).
+    if ! conformance server --url "$url" --requirements "$rev" --expected-failures "$baseline" -o "$work/results-$rev" \
+      | sed -u 's/^Total: /suite total, expected failures included: /'; then
+      echo "conformance ($rev): unexpected result (see the summary above)" >&2
+      status=1
+    fi
+  done
+}
+
+suite "$(start_server "$work/forum.redb" "$work/server.log")"
+
+if [ -n "${PARLEY_TEST_PG:-}" ]; then
+  # The same suite against two servers sharing one forum in PostgreSQL, each in turn.
+  pg_forum="$PARLEY_TEST_PG&forum=e2e_$$_$(date +%s)"
+  a="$(start_server "$pg_forum" "$work/server-a.log")"
+  b="$(start_server "$pg_forum" "$work/server-b.log")"
+  echo "-- two servers on one PostgreSQL forum: $a and $b"
+  suite "$a"
+  suite "$b"
+elif [ -n "${PARLEY_TEST_PG_REQUIRED:-}" ]; then
+  echo "PARLEY_TEST_PG_REQUIRED is set but PARLEY_TEST_PG is not" >&2
+  exit 1
+fi
 exit "$status"
