@@ -2,10 +2,21 @@
 # Builds the Python package into the repository's .venv and runs its checks:
 # stub consistency (mypy.stubtest), strict typing of the package, the example and a
 # script using the typed results, and the pytest suite (warnings are errors, see pyproject.toml).
+#
+# The suite runs once on redb, then, when PARLEY_TEST_PG names a PostgreSQL server
+# (source tests/pg/server.sh && pg_start), again with PARLEY_TEST_BACKEND=postgres:
+# every forum a test opens in memory or in a temporary file is then a fresh forum on
+# that server (tests/python/conftest.py). PARLEY_TEST_PG_REQUIRED without
+# PARLEY_TEST_PG is a failure, not a skipped pass.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+
+if [[ -n "${PARLEY_TEST_PG_REQUIRED:-}" && -z "${PARLEY_TEST_PG:-}" ]]; then
+    echo "PARLEY_TEST_PG_REQUIRED is set but PARLEY_TEST_PG is not (source tests/pg/server.sh && pg_start)" >&2
+    exit 1
+fi
 
 if [[ ! -x .venv/bin/python ]]; then
     python3 -m venv .venv
@@ -27,4 +38,11 @@ python -m mypy.stubtest parley --allowlist tests/python/stubtest-allowlist.txt
 python -m mypy --strict python/parley examples/python/agents.py
 # An agent's script written against the typed results (parley.types).
 python -m mypy --strict tests/python/typing/user_script.py
-python -m pytest tests/python "$@"
+echo "# pytest on redb"
+PARLEY_TEST_BACKEND=redb python -m pytest tests/python "$@"
+if [[ -n "${PARLEY_TEST_PG:-}" ]]; then
+    echo "# pytest on PostgreSQL"
+    PARLEY_TEST_BACKEND=postgres python -m pytest tests/python "$@"
+else
+    echo "# pytest on PostgreSQL: skipped, no PARLEY_TEST_PG (source tests/pg/server.sh && pg_start)"
+fi

@@ -123,6 +123,7 @@ def test_refusals_pickle(forum: parley.Forum) -> None:
     assert (again_schema.found, again_schema.supported, str(again_schema)) == (3, 1, "too new")
 
 
+@pytest.mark.redb_only("redb's errors: a file held open, a file that is not a forum, a missing directory")
 def test_storage_errors(tmp_path: Path) -> None:
     path = tmp_path / "forum.redb"
     with parley.Forum(path):

@@ -36,6 +36,7 @@ def test_settings_reach_the_engine() -> None:
             session.threads(limit=11)
 
 
+@pytest.mark.redb_only("the in-memory default: its path is None")
 def test_defaults() -> None:
     with parley.Forum() as forum:
         assert forum.path is None
@@ -83,6 +84,7 @@ def test_tokens_identities_and_rotation() -> None:
             forum.session(first).whoami()
 
 
+@pytest.mark.redb_only("forum.path is the file's path")
 def test_the_context_manager_closes_and_exceptions_propagate(tmp_path: Path) -> None:
     path = tmp_path / "ctx.redb"
     with pytest.raises(RuntimeError, match="inside"):

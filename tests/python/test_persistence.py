@@ -8,7 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import parley
+
+pytestmark = pytest.mark.redb_only("a subprocess writes the redb file and exits without closing it")
 
 WRITER = textwrap.dedent(
     """

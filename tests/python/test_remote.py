@@ -35,6 +35,9 @@ CLOCK = "2026-11-30T12:00:00.000Z"
 SETTINGS: Dict[str, Any] = {"clock": CLOCK, "limits": {"writes_per_minute": 0}}
 # A bound on anything that should take a moment, so a hang fails instead of stalling.
 BOUND_S = 30.0
+# The postgres pass (conftest.py) runs only the tests that also open a forum in this
+# process: the others talk to nothing but a server on its own redb file.
+SERVED_ONLY = pytest.mark.redb_only("only a served forum: `parley serve` opens its own redb file (--db)")
 
 
 def clean_env() -> Dict[str, str]:
@@ -206,6 +209,7 @@ class ServedHost:
 PATHS = transcripts.transcript_paths()
 
 
+@SERVED_ONLY
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_transcript_through_connect(path: Path, servers: Callable[..., Server]) -> None:
     @contextlib.contextmanager
@@ -220,6 +224,7 @@ def test_transcript_through_connect(path: Path, servers: Callable[..., Server]) 
     assert not failures, "\n".join(failures)
 
 
+@SERVED_ONLY
 def test_the_remote_runner_sees_a_wrong_expectation(tmp_path: Path, servers: Callable[..., Server]) -> None:
     path = tmp_path / "wrong.json"
     path.write_text(
@@ -376,6 +381,7 @@ def test_refusals_raise_the_same_exceptions(cast: Cast) -> None:
     ]
 
 
+@SERVED_ONLY
 def test_a_request_over_request_max_bytes_is_payload_too_large(cast: Cast) -> None:
     alice = cast.session("alice")
     with pytest.raises(parley.PayloadTooLarge) as caught:
@@ -387,6 +393,7 @@ def test_a_request_over_request_max_bytes_is_payload_too_large(cast: Cast) -> No
 # ------------------------------------------------------------------------ waiting reads
 
 
+@SERVED_ONLY
 def test_a_waiting_inbox_wakes_on_a_post_from_another_client(cast: Cast) -> None:
     alice, bob = cast.session("alice"), cast.session("bob")
     got: Dict[str, Any] = {}
@@ -415,6 +422,7 @@ def test_a_waiting_inbox_wakes_on_a_post_from_another_client(cast: Cast) -> None
     assert next(feed)["thread"]["id"] == asked["thread"]["id"]
 
 
+@SERVED_ONLY
 def test_aio_connect(cast: Cast) -> None:
     async def main() -> None:
         alice = parley.aio.connect(cast.server.url, cast.tokens["alice"])
@@ -487,6 +495,7 @@ def test_the_same_async_agent_runs_in_process_and_remote(cast: Cast) -> None:
 # ---------------------------------------------------------------- transport failures
 
 
+@SERVED_ONLY
 def test_a_killed_server_then_retries_under_one_key(cast: Cast) -> None:
     alice = cast.session("alice")
     patient = cast.session("alice", retries=10, retry_backoff=0.1)
@@ -533,6 +542,7 @@ def test_a_killed_server_then_retries_under_one_key(cast: Cast) -> None:
     assert [m["body"] for m in alice.messages()["items"]] == ["Which port?", "And the host?"]
 
 
+@SERVED_ONLY
 def test_a_server_that_does_not_answer_times_out(cast: Cast) -> None:
     hasty = cast.session("alice", timeout=0.5)
     assert hasty.whoami()["identity"] == "ainotes:alice"
@@ -554,6 +564,7 @@ def test_a_server_that_does_not_answer_times_out(cast: Cast) -> None:
     assert hasty.whoami()["identity"] == "ainotes:alice"
 
 
+@SERVED_ONLY
 def test_too_many_waits_is_a_connection_error(servers: Callable[..., Server]) -> None:
     c = Cast(servers(extra=["--max-waits", "1", "--max-connections", "8"]))
     try:
@@ -572,6 +583,7 @@ def test_too_many_waits_is_a_connection_error(servers: Callable[..., Server]) ->
         c.close()
 
 
+@SERVED_ONLY
 def test_a_url_that_is_not_the_endpoint(cast: Cast) -> None:
     for url in (cast.server.url + "/", cast.server.url + "/mcp"):
         with parley.connect(url, cast.tokens["bob"]).forum as forum:
@@ -582,6 +594,7 @@ def test_a_url_that_is_not_the_endpoint(cast: Cast) -> None:
         assert not isinstance(caught.value, parley.Refusal)
 
 
+@SERVED_ONLY
 def test_a_connection_the_server_closed_while_idle_is_replaced(servers: Callable[..., Server]) -> None:
     c = Cast(servers(extra=["--idle-timeout-ms", "100"]))
     try:
@@ -647,6 +660,7 @@ def test_a_peer_that_is_not_a_parley_server(answer: bytes) -> None:
 # ---------------------------------------------------------------------- bad arguments
 
 
+@SERVED_ONLY
 def test_bad_arguments_raise(cast: Cast) -> None:
     url, token = cast.server.url, cast.tokens["alice"]
     for connect in (parley.connect, parley.aio.connect):

@@ -171,6 +171,7 @@ def test_pydantic_ai_test_model_calls_every_tool(forum: parley.Forum, tokens: Di
     assert sorted(set(called)) == sorted(parley.OPERATIONS), called
 
 
+@pytest.mark.redb_only("only a served forum: `parley serve --stdio` opens its own redb file (--db)")
 def test_pydantic_ai_test_model_calls_every_tool_over_mcp(parley_bin: Path, tmp_path: Path) -> None:
     # The same check through pydantic-ai's MCP toolset, against `parley serve --stdio`.
     from fastmcp.client import Client
@@ -197,6 +198,7 @@ def test_pydantic_ai_test_model_calls_every_tool_over_mcp(parley_bin: Path, tmp_
     assert output["whoami"]["identity"] == "ainotes:alice"
 
 
+@pytest.mark.redb_only("only a served forum: `parley serve --stdio` opens its own redb file (--db)")
 def test_the_agents_sdk_in_strict_mode_posts_an_ask_over_mcp(parley_bin: Path, tmp_path: Path) -> None:
     # The OpenAI Agents SDK converts MCP tools to strict schemas (every field required);
     # a call that follows the converted schema, null for what it leaves out, is accepted.

@@ -4,7 +4,8 @@
 #     the entry points (tests/entry_points.rs: random calls checked against the
 #     header's contract; PARLEY_FUZZ_CASES and PARLEY_FUZZ_SEED pass through), the
 #     header drift check and the inventory of by-value inputs (tests/header.rs);
-#   - the C tests (test_api.c, test_threads.c, test_listen.c) and the C++ header check, compiled
+#   - the C tests (test_api.c, test_threads.c, test_listen.c, test_postgres.c, which
+#     needs PARLEY_TEST_PG for most of its cases) and the C++ header check, compiled
 #     with -std=c99 -Wall -Wextra -Werror -pedantic and run under AddressSanitizer,
 #     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
 #   - the conformance runner over every tests/conformance/*.json;
@@ -137,6 +138,11 @@ if build test_threads "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/t
 fi
 if build test_listen "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_listen.c" "${LIBS[@]}"; then
     run_program test_listen
+fi
+# On a PostgreSQL forum when PARLEY_TEST_PG names a server (tests/pg/server.sh);
+# prints a skip line without one, and fails without one under PARLEY_TEST_PG_REQUIRED.
+if build test_postgres "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_postgres.c" "${LIBS[@]}"; then
+    run_program test_postgres
 fi
 if build cpp_header "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/cpp_header.cpp" "${LIBS[@]}"; then
     run_program cpp_header
