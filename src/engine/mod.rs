@@ -65,9 +65,20 @@ impl Forum {
     /// [`Error::NotAForum`].
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         config.validate()?;
-        if let Some(url) = path.as_ref().to_str().filter(|p| is_postgres_url(p)) {
-            let store = PgStore::open(url, config.durability)?;
-            return Forum::with_store(Box::new(store), config);
+        if let Some(text) = path.as_ref().to_str() {
+            if is_postgres_url(text) {
+                let store = PgStore::open(text, config.durability)?;
+                return Forum::with_store(Box::new(store), config);
+            }
+            // Another database's URL is refused, not taken for a file's name (nor
+            // echoed with its password).
+            if let Some(scheme) = crate::store::scheme(text) {
+                return Err(Error::storage(format!(
+                    "{}: `{scheme}://` names no storage Parley has; use a forum file's \
+                     path or a postgres:// URL",
+                    crate::store::without_password(text)
+                )));
+            }
         }
         let store =
             RedbStore::open_with(path.as_ref(), config.durability, config.progress.as_ref())?;

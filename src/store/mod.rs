@@ -18,7 +18,7 @@ mod tables;
 mod words;
 
 pub use check::{check, CheckReport};
-pub use postgres::{is_postgres_url, PgStore};
+pub use postgres::{is_postgres_url, scheme, without_password, PgStore};
 pub use redb_store::{check_integrity, RedbStore};
 
 use records::{

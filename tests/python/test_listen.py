@@ -272,7 +272,6 @@ def drain(fd: int) -> "tuple[int, bool]":
         count += len(chunk)
 
 
-@pytest.mark.postgres_bug("a commit rings its own engine twice: it hears its own NOTIFY (test_postgres.py)")
 def test_the_commit_descriptor(listening: parley.Forum) -> None:
     alice = listening.session(listening.create_token("alice"))
     fd = listening._commit_fd()

@@ -107,10 +107,11 @@ impl PyForum {
         })
     }
 
-    /// The file the forum lives in, or `None` for an in-memory forum.
+    /// The file the forum lives in (or its PostgreSQL URL, password masked), or
+    /// `None` for an in-memory forum.
     #[getter]
     fn path(&self) -> Option<String> {
-        self.path.as_ref().map(|p| p.to_string_lossy().into_owned())
+        self.path.as_ref().map(|p| shown(p))
     }
 
     /// Whether `close()` was called.
@@ -202,7 +203,7 @@ impl PyForum {
             Err(_) => "closed".to_string(),
         };
         match &self.path {
-            Some(path) => format!("<parley.Forum path={:?} {state}>", path.to_string_lossy()),
+            Some(path) => format!("<parley.Forum path={:?} {state}>", shown(path)),
             None => format!("<parley.Forum in-memory {state}>"),
         }
     }
@@ -406,4 +407,15 @@ fn clock_text(py: Python<'_>, clock: &Bound<'_, PyAny>) -> PyResult<String> {
         "clock must be an RFC 3339 str or a timezone-aware datetime, not '{}'",
         type_name(clock)
     )))
+}
+
+/// A forum's path as shown: a URL's password is masked (reprs land in logs and
+/// test reports).
+fn shown(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    if parley_forum::store::scheme(&text).is_some() {
+        parley_forum::store::without_password(&text)
+    } else {
+        text.into_owned()
+    }
 }

@@ -18,9 +18,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The forum of a URL without a `forum` parameter.
 const DEFAULT_FORUM: &str = "main";
 
-/// Whether `text` names a PostgreSQL database rather than a forum file.
+/// Whether `text` names a PostgreSQL database rather than a forum file: it starts
+/// with `postgres://` or `postgresql://` (in any case).
 pub fn is_postgres_url(text: &str) -> bool {
-    text.starts_with("postgres://") || text.starts_with("postgresql://")
+    scheme(text)
+        .is_some_and(|s| s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
+}
+
+/// The scheme of a URL (`"mysql"` of `mysql://…`), if `text` is one.
+pub fn scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let valid = !scheme.is_empty()
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
 }
 
 /// Where a forum lives: the server, the schema, and how to connect.
@@ -59,8 +72,13 @@ impl Target {
                 "{shown}: the forum name `{forum}` must be 1 to 40 characters of a-z, 0-9 and _"
             )));
         }
+        // libpq's parser knows the schemes in lower case only.
+        let base = match base.split_once("://") {
+            Some((_, after)) => format!("postgresql://{after}"),
+            None => base.to_string(),
+        };
         let libpq = if rest.is_empty() {
-            base.to_string()
+            base
         } else {
             format!("{base}?{}", rest.join("&"))
         };
@@ -112,20 +130,38 @@ fn lock_key(schema: &str) -> i64 {
     h as i64
 }
 
-/// `url` with the password of its user part replaced, so it can be shown.
-fn without_password(url: &str) -> String {
+/// `url` with its password (in the user part or as a `password` parameter)
+/// replaced, so it can be shown.
+pub fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((user, host)) if user.contains(':') => {
             let name = user.split(':').next().unwrap_or("");
-            format!("{scheme}://{name}:***@{host}{tail}")
+            format!("{name}:***@{host}")
         }
-        _ => url.to_string(),
-    }
+        _ => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<&str> = query
+                .split('&')
+                .map(|p| {
+                    if p.starts_with("password=") {
+                        "password=***"
+                    } else {
+                        p
+                    }
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// A failure of a statement or of the connection, as a storage error.
@@ -202,15 +238,22 @@ impl Conn {
 /// Open connections to one forum's database.
 pub(super) struct Pool {
     pub(super) target: Target,
+    /// This engine's name among the engines of the forum (random hex): the payload
+    /// of its commits' notifications, by which its listener knows its own.
+    pub(super) engine: String,
     idle: Mutex<Vec<Conn>>,
 }
 
 impl Pool {
-    pub(super) fn new(target: Target) -> Pool {
-        Pool {
+    pub(super) fn new(target: Target) -> Result<Pool> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
+        Ok(Pool {
             target,
+            engine: format!("{:016x}", u64::from_le_bytes(bytes)),
             idle: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// An idle connection, or a new one. A connection the server closed is never
@@ -262,6 +305,10 @@ impl Pooled<'_> {
         &self.pool.target
     }
 
+    pub(super) fn engine(&self) -> &str {
+        &self.pool.engine
+    }
+
     pub(super) fn get(&mut self) -> &mut Conn {
         self.conn
             .as_mut()
@@ -305,6 +352,10 @@ mod tests {
     fn urls_are_told_from_paths() {
         assert!(is_postgres_url("postgres://u@h/db"));
         assert!(is_postgres_url("postgresql:///db?host=/tmp"));
+        assert!(is_postgres_url("POSTGRES://u@h/db"));
+        assert_eq!(scheme("mysql://u:pw@h/x"), Some("mysql"));
+        assert_eq!(scheme("./dir/forum.redb"), None);
+        assert_eq!(scheme("odd name://x"), None);
         assert!(!is_postgres_url("./parley.redb"));
         assert!(!is_postgres_url("postgres.redb"));
     }
@@ -316,6 +367,10 @@ mod tests {
             "postgres://me:***@db:5432/x?forum=a"
         );
         assert_eq!(without_password("postgres://me@db/x"), "postgres://me@db/x");
+        assert_eq!(
+            without_password("postgresql://db/x?user=me&password=secret&forum=a"),
+            "postgresql://db/x?user=me&password=***&forum=a"
+        );
         let err = Target::parse(
             "postgres://me:secret@db/x?forum=Bad-Name",
             Durability::Durable,

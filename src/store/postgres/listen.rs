@@ -13,6 +13,8 @@ type Ring = Arc<dyn Fn() + Send + Sync>;
 const POLL: Duration = Duration::from_millis(250);
 /// The wait before connecting again after the connection was lost.
 const RETRY: Duration = Duration::from_millis(500);
+/// How long opening a store waits for its first `LISTEN`.
+const FIRST_LISTEN: Duration = Duration::from_secs(5);
 
 /// The listening thread of one store; it ends when the store is dropped.
 pub(super) struct Listener {
@@ -21,17 +23,24 @@ pub(super) struct Listener {
 }
 
 impl Listener {
+    /// Starts listening, and returns once the first `LISTEN` is in place (or
+    /// after [`FIRST_LISTEN`]): a wait begun after the store is open then hears of
+    /// every later commit of another engine.
     pub(super) fn start(pool: Arc<Pool>) -> Listener {
         let rings: Arc<Mutex<Vec<Ring>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (r, s) = (Arc::clone(&rings), Arc::clone(&stop));
+        let (listening, first) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("parley-pg-listen".into())
-            .spawn(move || listen(&pool, &r, &s));
-        if spawned.is_err() {
+            .spawn(move || listen(&pool, &r, &s, listening));
+        match spawned {
+            Ok(_) => {
+                let _ = first.recv_timeout(FIRST_LISTEN);
+            }
             // Without the thread, waits still end at their deadline and see this
             // engine's own commits; only other engines' commits wake them late.
-            stop.store(true, Ordering::Relaxed);
+            Err(_) => stop.store(true, Ordering::Relaxed),
         }
         Listener { rings, stop }
     }
@@ -57,7 +66,13 @@ fn ring_all(rings: &Mutex<Vec<Ring>>) {
     }
 }
 
-fn listen(pool: &Pool, rings: &Mutex<Vec<Ring>>, stop: &AtomicBool) {
+fn listen(
+    pool: &Pool,
+    rings: &Mutex<Vec<Ring>>,
+    stop: &AtomicBool,
+    listening: std::sync::mpsc::Sender<()>,
+) {
+    let mut first = true;
     while !stop.load(Ordering::Relaxed) {
         let Ok(mut client) = pool.target.connect() else {
             std::thread::sleep(RETRY);
@@ -70,8 +85,13 @@ fn listen(pool: &Pool, rings: &Mutex<Vec<Ring>>, stop: &AtomicBool) {
             std::thread::sleep(RETRY);
             continue;
         }
-        // Commits may have happened while no connection listened.
-        ring_all(rings);
+        if first {
+            first = false;
+            let _ = listening.send(());
+        } else {
+            // Commits may have happened while no connection listened.
+            ring_all(rings);
+        }
         while !stop.load(Ordering::Relaxed) {
             let mut heard = false;
             let mut lost = false;
@@ -80,6 +100,8 @@ fn listen(pool: &Pool, rings: &Mutex<Vec<Ring>>, stop: &AtomicBool) {
                 let mut iter = notes.timeout_iter(POLL);
                 loop {
                     match postgres::fallible_iterator::FallibleIterator::next(&mut iter) {
+                        // This engine rang its own waits when it committed.
+                        Ok(Some(n)) if n.payload() == pool.engine => {}
                         Ok(Some(_)) => heard = true,
                         Ok(None) => break,
                         Err(_) => {

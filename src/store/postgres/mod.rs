@@ -30,7 +30,7 @@ use super::{ReadTx, Store, WriteTx};
 use crate::config::Durability;
 use crate::error::Result;
 
-pub use conn::is_postgres_url;
+pub use conn::{is_postgres_url, scheme, without_password};
 
 /// A forum stored in PostgreSQL.
 pub struct PgStore {
@@ -56,7 +56,7 @@ impl PgStore {
     /// refused with [`crate::Error::SchemaTooNew`].
     pub fn open(url: &str, durability: Durability) -> Result<Self> {
         let target = Target::parse(url, durability)?;
-        let pool = Arc::new(Pool::new(target));
+        let pool = Arc::new(Pool::new(target)?);
         let cursor_key = {
             let mut conn = pool.take()?;
             schema::prepare(&mut conn)?

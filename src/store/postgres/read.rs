@@ -27,8 +27,9 @@ pub(super) struct Writing {
     pub(super) ids: [Option<u64>; 4],
     /// The last message stored, for [`crate::store::WriteTx::index_words`].
     pub(super) posted: Option<(u64, u64, String)>,
-    /// The channel a commit is announced on.
-    pub(super) channel: String,
+    /// The statement that announces the commit to every engine: a `NOTIFY` on the
+    /// forum's channel, with this engine's name as payload.
+    pub(super) notify: String,
 }
 
 /// A transaction. Its statements run in order on one connection; the connection
@@ -61,9 +62,13 @@ impl<'p> Tx<'p> {
     /// The forum's writer: waits for the forum's advisory lock, held until commit
     /// or rollback, so writers of every engine run one at a time.
     pub(super) fn writer(mut pooled: Pooled<'p>) -> Result<Tx<'p>> {
-        let (lock, channel) = {
+        let (lock, notify) = {
             let t = pooled.target();
-            (t.lock, t.channel.clone())
+            // Both names are [a-z0-9_]: no quoting is needed.
+            (
+                t.lock,
+                format!("NOTIFY {}, '{}'", t.channel, pooled.engine()),
+            )
         };
         let begun = pooled.get().batch("BEGIN").and_then(|()| {
             pooled
@@ -78,7 +83,7 @@ impl<'p> Tx<'p> {
         Ok(Tx {
             conn: RefCell::new(pooled),
             writing: Some(Writing {
-                channel,
+                notify,
                 ..Writing::default()
             }),
             ended: false,

@@ -214,12 +214,12 @@ impl WriteTx for Tx<'_> {
     }
 
     fn commit_deferred(mut self: Box<Self>) -> Result<Durable> {
-        let channel = self.writing().channel.clone();
+        let notify = std::mem::take(&mut self.writing().notify);
         // The notification is sent by the commit itself, so every engine hears of
         // exactly the commits that happened. With synchronous_commit on (the
         // default), COMMIT returns once the commit is in the server's WAL on disk.
         self.ended = true;
-        self.with(|c| c.batch(&format!("NOTIFY {channel}; COMMIT")))?;
+        self.with(|c| c.batch(&format!("{notify}; COMMIT")))?;
         Ok(Durable::done())
     }
 }
