@@ -107,6 +107,13 @@ fn an_unreachable_server_is_a_clear_storage_error() {
     )
     .expect_err("bad name");
     assert!(!err.to_string().contains("hunter2"), "{err}");
+    // Another database's URL is no file name, and its password is not echoed.
+    let err =
+        Forum::open("mysql://me:hunter2@localhost/x", Config::default()).expect_err("not ours");
+    assert!(matches!(err, Error::Storage(_)), "{err}");
+    assert!(err.to_string().contains("mysql://"), "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(!std::path::Path::new("mysql:").exists(), "no file was made");
 }
 
 /// Two engines on one forum, as two processes would have.
