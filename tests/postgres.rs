@@ -296,3 +296,69 @@ fn a_wait_on_one_engine_wakes_for_a_post_on_the_other() {
     assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
     assert!(took < Duration::from_secs(10), "woke after {took:?}");
 }
+
+#[test]
+fn posts_of_one_engine_share_transactions_and_reads_never_block_the_writer() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let url = support::fresh_url(&base, "group");
+    let mut config = Config::default();
+    config.limits.writes_per_minute = 0;
+    let forum = Arc::new(Forum::open(&url, config).unwrap());
+    let token = llm(&forum, "writer");
+
+    // A snapshot held open on the side: it sees none of the posts below, and the
+    // writer does not wait for it.
+    let store =
+        parley_forum::store::PgStore::open(&url, parley_forum::Durability::Durable).unwrap();
+    let snapshot = parley_forum::store::Store::read(&store).unwrap();
+    let before = snapshot
+        .last_id(parley_forum::protocol::ids::IdKind::Message)
+        .unwrap();
+
+    let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let _hook = {
+        let commits = Arc::clone(&commits);
+        forum.on_commit(move || {
+            commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let (writers, per_writer) = (8, 20);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let (forum, token) = (Arc::clone(&forum), token.clone());
+            std::thread::spawn(move || {
+                for i in 0..per_writer {
+                    ask(&forum, &token, &format!("writer {w} asks {i}"));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let commits = commits.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        commits < writers * per_writer,
+        "{commits} commits for {} posts: group commit coalesced nothing",
+        writers * per_writer
+    );
+    assert_eq!(
+        snapshot
+            .last_id(parley_forum::protocol::ids::IdKind::Message)
+            .unwrap(),
+        before,
+        "a snapshot sees only what was committed before it began"
+    );
+    drop(snapshot);
+    let fresh = parley_forum::store::Store::read(&store).unwrap();
+    assert_eq!(
+        fresh
+            .last_id(parley_forum::protocol::ids::IdKind::Message)
+            .unwrap(),
+        before + (writers * per_writer) as u64
+    );
+}

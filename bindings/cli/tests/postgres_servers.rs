@@ -426,3 +426,47 @@ fn the_database_stopped_mid_load_gives_clear_errors_and_the_servers_recover() {
         "the waiter woke after {took:?}"
     );
 }
+
+#[test]
+fn parley_db_names_a_postgres_forum_for_every_command() {
+    let Some(base) = pg::server() else {
+        return;
+    };
+    let url = pg::fresh_url(&base, "envdb");
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("PARLEY_DB", &url)
+            .env_remove("PARLEY_TOKEN")
+            .output()
+            .expect("runs parley")
+    };
+    let made = run(&["token", "create", "alice", "--rights", "read,write"]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let alice = String::from_utf8(made.stdout).unwrap().trim().to_string();
+    let posted = run(&[
+        "post",
+        "--token",
+        &alice,
+        r#"{"kind":"ask","body":"Which port?"}"#,
+    ]);
+    assert!(
+        posted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&posted.stderr)
+    );
+    let found = run(&["search", "--token", &alice, "--json", "port"]);
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let page: Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
+    // No socket or file is made for a database's forum.
+    assert!(!Path::new(&format!("{url}.sock")).exists());
+}
