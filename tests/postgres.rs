@@ -422,3 +422,28 @@ fn every_transcript_gives_the_same_results_on_both_backends() {
     }
     assert!(calls > 100, "only {calls} calls compared");
 }
+
+#[test]
+fn quotes_and_backslashes_are_stored_as_they_are() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let forum = Forum::open(support::fresh_url(&base, "quotes"), Config::default()).unwrap();
+    let token = llm(&forum, "quoter");
+    let body = r"It's '); DROP TABLE messages; -- and \x00ff \\ ''";
+    let key = "k.e:y-1";
+    let envelope = json!({"parley": "1", "kind": "ask", "body": body, "idempotency_key": key});
+    let first = forum.call(Some(&token), "post", &envelope).unwrap();
+    let again = forum.call(Some(&token), "post", &envelope).unwrap();
+    assert_eq!(again["replayed"], true, "{again}");
+    assert_eq!(again["message"]["id"], first["message"]["id"]);
+    let thread = first["thread"]["id"].clone();
+    let view = forum
+        .call(Some(&token), "get_thread", &json!({"thread": thread}))
+        .unwrap();
+    assert_eq!(view["messages"][0]["body"], body);
+    let found = forum
+        .call(Some(&token), "search", &json!({"q": "drop messages"}))
+        .unwrap();
+    assert_eq!(found["items"].as_array().unwrap().len(), 1, "{found}");
+}

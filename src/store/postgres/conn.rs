@@ -108,7 +108,11 @@ impl Target {
             Error::storage_caused_by(format!("cannot reach PostgreSQL at {}: {e}", self.shown), e)
         })?;
         // The schema name is checked to be [a-z0-9_]: it needs no quoting.
-        let mut setup = format!("SET search_path TO {}", self.schema);
+        // Literals of queued writes (`sql.rs`) rely on standard strings.
+        let mut setup = format!(
+            "SET search_path TO {}; SET standard_conforming_strings TO on",
+            self.schema
+        );
         if self.durability == Durability::Volatile {
             // Commits return before the WAL is flushed: a crash may lose the last
             // ones, never corrupt the database (like the volatile redb forum).

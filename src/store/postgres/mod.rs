@@ -20,6 +20,7 @@ mod conn;
 mod listen;
 mod read;
 mod schema;
+mod sql;
 mod write;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! A transaction on one pooled connection: a snapshot, or the forum's one writer.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use postgres::Row;
 
@@ -38,6 +39,12 @@ pub(super) struct Writing {
 pub(super) struct Tx<'p> {
     pub(super) conn: RefCell<Pooled<'p>>,
     pub(super) writing: Option<Writing>,
+    /// Writes not sent yet (`sql.rs`): sent before the next read, or with the
+    /// commit, in one round trip.
+    pub(super) pending: RefCell<String>,
+    /// Tokens read or written in this transaction. A writer holds the forum's
+    /// lock, and a snapshot sees one state: a token cannot change under either.
+    pub(super) tokens: RefCell<HashMap<Vec<u8>, Option<TokenRec>>>,
     /// Committed or rolled back: nothing left to end on drop.
     pub(super) ended: bool,
 }
@@ -55,6 +62,8 @@ impl<'p> Tx<'p> {
         Ok(Tx {
             conn: RefCell::new(pooled),
             writing: None,
+            pending: RefCell::default(),
+            tokens: RefCell::default(),
             ended: false,
         })
     }
@@ -86,6 +95,8 @@ impl<'p> Tx<'p> {
                 notify,
                 ..Writing::default()
             }),
+            pending: RefCell::default(),
+            tokens: RefCell::default(),
             ended: false,
         })
     }
@@ -94,7 +105,14 @@ impl<'p> Tx<'p> {
     /// (an aborted transaction, a lost socket): it is not reused.
     pub(super) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut pooled = self.conn.borrow_mut();
-        let out = f(pooled.get());
+        // A read sees this transaction's own writes: the queued ones go first.
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        let sent = if pending.is_empty() {
+            Ok(())
+        } else {
+            pooled.get().batch(&pending)
+        };
+        let out = sent.and_then(|()| f(pooled.get()));
         if out.is_err() {
             pooled.discard();
         }
@@ -170,8 +188,13 @@ impl ReadTx for Tx<'_> {
     }
 
     fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
+        if let Some(known) = self.tokens.borrow().get(key) {
+            return Ok(known.clone());
+        }
         let row = self.with(|c| c.row("SELECT rec FROM tokens WHERE key = $1", &[&key]))?;
-        row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()
+        let token: Option<TokenRec> = row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()?;
+        self.tokens.borrow_mut().insert(key.to_vec(), token.clone());
+        Ok(token)
     }
 
     fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {

@@ -1,8 +1,12 @@
 //! The writes of one transaction, and its commit.
+//!
+//! Writes are queued as statements with literal values (`sql.rs`) and sent in one
+//! round trip before the transaction's next read, or together with its commit.
 
 use std::sync::Arc;
 
 use super::read::{big, Tx};
+use super::sql::Stmt;
 use crate::error::Result;
 use crate::protocol::ids::IdKind;
 use crate::protocol::words;
@@ -17,6 +21,11 @@ impl Tx<'_> {
         self.writing
             .as_mut()
             .expect("write methods are reached only through Store::write")
+    }
+
+    /// The batch of statements not sent yet.
+    fn queue(&mut self) -> &mut String {
+        self.pending.get_mut()
     }
 }
 
@@ -34,25 +43,26 @@ impl WriteTx for Tx<'_> {
 
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
         let rec = encode_json(token)?;
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO tokens (key, rec) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET rec = excluded.rec",
-                &[&key, &rec],
-            )
-        })?;
+        Stmt::new(self.queue(), "INSERT INTO tokens (key, rec) VALUES (")
+            .bytes(key)
+            .sql(", ")
+            .bytes(&rec)
+            .sql(") ON CONFLICT (key) DO UPDATE SET rec = excluded.rec")
+            .end();
+        self.tokens
+            .get_mut()
+            .insert(key.to_vec(), Some(token.clone()));
         Ok(())
     }
 
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
         let rec = encode_json(rec)?;
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO identities (name, rec) VALUES ($1, $2) \
-                 ON CONFLICT (name) DO UPDATE SET rec = excluded.rec",
-                &[&identity, &rec],
-            )
-        })?;
+        Stmt::new(self.queue(), "INSERT INTO identities (name, rec) VALUES (")
+            .text(identity)
+            .sql(", ")
+            .bytes(&rec)
+            .sql(") ON CONFLICT (name) DO UPDATE SET rec = excluded.rec")
+            .end();
         Ok(())
     }
 
@@ -68,77 +78,85 @@ impl WriteTx for Tx<'_> {
                 .as_ref()
                 .map(|a| (a.identity.clone(), big(a.message)))
         };
-        let old_turn = before.and_then(turn);
-        let new_turn = turn(after);
+        let (old_turn, new_turn) = (before.and_then(turn), turn(after));
         let id = big(thread.id);
-        let (msg, body, rec) = (
-            codec::encode(message),
-            message.body.clone(),
-            codec::encode_thread(thread),
-        );
-        self.with(|c| {
-            if old_turn != new_turn {
-                if let Some((who, pos)) = &old_turn {
-                    c.exec(
-                        "DELETE FROM turns WHERE identity = $1 AND pos = $2",
-                        &[who, pos],
-                    )?;
-                }
-                if let Some((who, pos)) = &new_turn {
-                    c.exec(
-                        "INSERT INTO turns (identity, pos, thread) VALUES ($1, $2, $3)",
-                        &[who, pos, &id],
-                    )?;
-                }
+        let q = self.pending.get_mut();
+        if old_turn != new_turn {
+            if let Some((who, pos)) = &old_turn {
+                Stmt::new(q, "DELETE FROM turns WHERE identity = ")
+                    .text(who)
+                    .sql(" AND pos = ")
+                    .int(*pos)
+                    .end();
             }
-            if let Some(b) = before {
-                c.exec(
-                    "DELETE FROM activity WHERE state = $1 AND pos = $2",
-                    &[&i16::from(b.state.code()), &big(b.last_message)],
-                )?;
+            if let Some((who, pos)) = &new_turn {
+                Stmt::new(q, "INSERT INTO turns (identity, pos, thread) VALUES (")
+                    .text(who)
+                    .sql(", ")
+                    .int(*pos)
+                    .sql(", ")
+                    .int(id)
+                    .sql(")")
+                    .end();
             }
-            c.exec(
-                "INSERT INTO activity (state, pos, thread) VALUES ($1, $2, $3)",
-                &[
-                    &i16::from(after.state.code()),
-                    &big(after.last_message),
-                    &id,
-                ],
-            )?;
-            c.exec(
-                "INSERT INTO messages (id, thread, rec) VALUES ($1, $2, $3)",
-                &[&big(message.id), &big(message.thread), &msg],
-            )?;
-            c.exec(
-                "INSERT INTO threads (id, rec) VALUES ($1, $2) \
-                 ON CONFLICT (id) DO UPDATE SET rec = excluded.rec",
-                &[&id, &rec],
-            )
-        })?;
-        self.writing().posted = Some((message.id, message.thread, body));
+        }
+        if let Some(b) = before {
+            Stmt::new(q, "DELETE FROM activity WHERE state = ")
+                .int(i64::from(b.state.code()))
+                .sql(" AND pos = ")
+                .int(big(b.last_message))
+                .end();
+        }
+        Stmt::new(q, "INSERT INTO activity (state, pos, thread) VALUES (")
+            .int(i64::from(after.state.code()))
+            .sql(", ")
+            .int(big(after.last_message))
+            .sql(", ")
+            .int(id)
+            .sql(")")
+            .end();
+        Stmt::new(q, "INSERT INTO messages (id, thread, rec) VALUES (")
+            .int(big(message.id))
+            .sql(", ")
+            .int(big(message.thread))
+            .sql(", ")
+            .bytes(&codec::encode(message))
+            .sql(")")
+            .end();
+        Stmt::new(q, "INSERT INTO threads (id, rec) VALUES (")
+            .int(id)
+            .sql(", ")
+            .bytes(&codec::encode_thread(thread))
+            .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
+            .end();
+        self.writing().posted = Some((message.id, message.thread, message.body.clone()));
         Ok(())
     }
 
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
         let rec = encode_json(claim)?;
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO claims (id, rec) VALUES ($1, $2) \
-                 ON CONFLICT (id) DO UPDATE SET rec = excluded.rec",
-                &[&big(claim.id), &rec],
-            )
-        })?;
+        Stmt::new(self.queue(), "INSERT INTO claims (id, rec) VALUES (")
+            .int(big(claim.id))
+            .sql(", ")
+            .bytes(&rec)
+            .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
+            .end();
         Ok(())
     }
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {
         let rec = encode_json(event)?;
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO events (id, thread, rec) VALUES ($1, $2, $3)",
-                &[&big(event.id), &big(event.thread), &rec],
-            )
-        })?;
+        Stmt::new(
+            self.queue(),
+            "INSERT INTO events (id, thread, rec) VALUES (",
+        )
+        .int(big(event.id))
+        .sql(", ")
+        .int(big(event.thread))
+        .sql(", ")
+        .bytes(&rec)
+        .sql(")")
+        .end();
         Ok(())
     }
 
@@ -154,32 +172,40 @@ impl WriteTx for Tx<'_> {
         if held.is_empty() {
             return Ok(());
         }
-        // One statement for all the words of the body.
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO words (word, message, thread) \
-                 SELECT unnest($1::text[]), $2, $3",
-                &[&held, &big(message), &big(thread)],
-            )
-        })?;
+        Stmt::new(
+            self.queue(),
+            "INSERT INTO words (word, message, thread) SELECT unnest(",
+        )
+        .texts(&held)
+        .sql("), ")
+        .int(big(message))
+        .sql(", ")
+        .int(big(thread))
+        .end();
         Ok(())
     }
 
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
-        self.with(|c| {
-            c.exec(
-                "INSERT INTO idempotency (identity, key, message, at) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (identity, key) DO UPDATE \
-                 SET message = excluded.message, at = excluded.at",
-                &[&identity, &key, &big(post.message), &post.at],
-            )
-        })?;
+        Stmt::new(
+            self.queue(),
+            "INSERT INTO idempotency (identity, key, message, at) VALUES (",
+        )
+        .text(identity)
+        .sql(", ")
+        .text(key)
+        .sql(", ")
+        .int(big(post.message))
+        .sql(", ")
+        .int(post.at)
+        .sql(") ON CONFLICT (identity, key) DO UPDATE SET message = excluded.message, at = excluded.at")
+        .end();
         Ok(())
     }
 
     fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
         let limit = max as i64;
-        // The index by age finds the oldest keys without a scan.
+        // The index by age finds the oldest keys without a scan. The count is
+        // needed now: this one runs at once.
         let forgotten = self.with(|c| {
             c.exec(
                 "DELETE FROM idempotency WHERE (identity, key) IN \
@@ -200,26 +226,34 @@ impl WriteTx for Tx<'_> {
         at: i64,
         forget_before: i64,
     ) -> Result<()> {
-        self.with(|c| {
-            c.exec(
-                "DELETE FROM writes WHERE identity = $1 AND at < $2",
-                &[&identity, &forget_before],
-            )?;
-            c.exec(
-                "INSERT INTO writes (identity, message, at) VALUES ($1, $2, $3)",
-                &[&identity, &big(message), &at.max(0)],
-            )
-        })?;
+        let q = self.queue();
+        Stmt::new(q, "DELETE FROM writes WHERE identity = ")
+            .text(identity)
+            .sql(" AND at < ")
+            .int(forget_before)
+            .end();
+        Stmt::new(q, "INSERT INTO writes (identity, message, at) VALUES (")
+            .text(identity)
+            .sql(", ")
+            .int(big(message))
+            .sql(", ")
+            .int(at.max(0))
+            .sql(")")
+            .end();
         Ok(())
     }
 
     fn commit_deferred(mut self: Box<Self>) -> Result<Durable> {
         let notify = std::mem::take(&mut self.writing().notify);
+        // The last writes, the notification and the commit go in one round trip.
         // The notification is sent by the commit itself, so every engine hears of
         // exactly the commits that happened. With synchronous_commit on (the
         // default), COMMIT returns once the commit is in the server's WAL on disk.
+        let mut batch = std::mem::take(self.queue());
+        batch.push_str(&notify);
+        batch.push_str(";\nCOMMIT");
         self.ended = true;
-        self.with(|c| c.batch(&format!("{notify}; COMMIT")))?;
+        self.with(|c| c.batch(&batch))?;
         Ok(Durable::done())
     }
 }

@@ -1,0 +1,101 @@
+//! SQL literals, for the writes a transaction sends in one round trip.
+//!
+//! A writer's statements are queued and sent together as one simple-protocol
+//! batch (before its next read, or with its commit): a post's half-dozen writes
+//! then cost one round trip instead of six, and each statement sees the effects of
+//! the ones before it. Simple-protocol statements carry their values as literals,
+//! made here. Every connection runs with `standard_conforming_strings = on`
+//! (`conn.rs`), under which a doubled quote is the only escape inside `'…'`; bytes
+//! are written as hex digits, numbers as digits.
+
+use std::fmt::Write;
+
+/// One statement being appended to a batch: SQL text and literals in turn, ended
+/// by [`Stmt::end`].
+pub(super) struct Stmt<'a>(&'a mut String);
+
+impl<'a> Stmt<'a> {
+    pub(super) fn new(batch: &'a mut String, sql: &str) -> Stmt<'a> {
+        batch.push_str(sql);
+        Stmt(batch)
+    }
+
+    /// SQL text, as it is.
+    pub(super) fn sql(self, sql: &str) -> Self {
+        self.0.push_str(sql);
+        self
+    }
+
+    /// A `bigint` literal.
+    pub(super) fn int(self, value: i64) -> Self {
+        let _ = write!(self.0, "{value}");
+        self
+    }
+
+    /// A text literal. PostgreSQL's text holds no NUL: such a value is refused by
+    /// the server, as it would be as a parameter.
+    pub(super) fn text(self, value: &str) -> Self {
+        self.0.push('\'');
+        for c in value.chars() {
+            if c == '\'' {
+                self.0.push('\'');
+            }
+            self.0.push(c);
+        }
+        self.0.push('\'');
+        self
+    }
+
+    /// A `bytea` literal.
+    pub(super) fn bytes(self, value: &[u8]) -> Self {
+        self.0.push_str("'\\x");
+        for b in value {
+            let _ = write!(self.0, "{b:02x}");
+        }
+        self.0.push_str("'::bytea");
+        self
+    }
+
+    /// A `text[]` literal.
+    pub(super) fn texts(mut self, values: &[String]) -> Self {
+        self.0.push_str("ARRAY[");
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            self = self.text(v);
+        }
+        self.0.push_str("]::text[]");
+        self
+    }
+
+    /// Ends the statement.
+    pub(super) fn end(self) {
+        self.0.push_str(";\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape_what_they_must() {
+        let mut batch = String::new();
+        Stmt::new(&mut batch, "INSERT INTO t VALUES (")
+            .int(-3)
+            .sql(", ")
+            .text("it's \\ fine")
+            .sql(", ")
+            .bytes(&[0, 0xab, 0x10])
+            .sql(", ")
+            .texts(&["a'b".to_string(), "c".to_string()])
+            .sql(")")
+            .end();
+        assert_eq!(
+            batch,
+            "INSERT INTO t VALUES (-3, 'it''s \\ fine', '\\x00ab10'::bytea, \
+             ARRAY['a''b','c']::text[]);\n"
+        );
+    }
+}
