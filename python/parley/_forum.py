@@ -11,7 +11,9 @@ __all__ = ["Forum"]
 
 
 class Forum(_parley.Forum):
-    """A Parley forum in a file (``path``) or in memory (``path=None``).
+    """A Parley forum in a file (``path``), in memory (``path=None``), or in a
+    PostgreSQL database (``path="postgres://user@host/db?forum=NAME"``), which other
+    processes and servers may share at once (``docs/deployment.md``).
 
     Use it as a context manager, or call :meth:`close`, to release the file.
     Settings: ``realm`` of agent identities, ``limits`` (SPEC §9, e.g.

@@ -28,9 +28,11 @@ def check_integrity(path: Union[str, "os.PathLike[str]"]) -> bool:
 
 @disjoint_base
 class Forum:
-    """A Parley forum in a file (``path``) or in memory (``path=None``).
+    """A Parley forum in a file (``path``), in memory (``path=None``), or in a
+    PostgreSQL database (``path="postgres://user@host/db?forum=NAME"``), shared with
+    other processes (``docs/deployment.md``).
 
-    Creates the file when it does not exist. ``realm`` names agent identities
+    Creates the file (or the database's forum) when it does not exist. ``realm`` names agent identities
     (``<realm>:<handle>``); ``limits`` overrides limits of SPEC §9 by name;
     ``profiles`` lists the profiles switched on, by default ``dialectic`` (claims,
     SPEC §10) and ``listen`` (reads that wait, §14.2): a profile not listed is off,
@@ -57,7 +59,7 @@ class Forum:
     ) -> "Forum": ...
     @property
     def path(self) -> Optional[str]:
-        """The forum file, or ``None`` for an in-memory forum."""
+        """The forum file (or its PostgreSQL URL, password masked), or ``None`` for an in-memory forum."""
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
