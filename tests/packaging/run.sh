@@ -22,20 +22,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/parley-packaging.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-PASSED=0
-FAILED=0
-FAILED_NAMES=()
-
-pass() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
-fail() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "not ok - $1"; }
-finish() {
-    echo "$PASSED passed, $FAILED failed"
-    if [ "$FAILED" -ne 0 ]; then
-        echo "failed: ${FAILED_NAMES[*]}" >&2
-        exit 1
-    fi
-    exit 0
-}
+# shellcheck source=tests/lib/tap.sh
+source "$ROOT/tests/lib/tap.sh"
 
 # maturin comes from the repository's venv, as for tests/python/run.sh.
 if [[ ! -x .venv/bin/python ]]; then
@@ -80,19 +68,25 @@ build_wheel() { # name pyproject-dir
     fi
 }
 
+# Installs the wheel NAME built by build_wheel (file prefix PREFIX) into $VENV.
+install_wheel() { # name prefix where
+    local name="$1" prefix="$2" where="$3" wheel
+    wheel="$(first "$WORK"/wheels/"$name"/"$prefix"-"$VERSION"-*.whl)"
+    if [ -n "$wheel" ] && "$VENV/bin/python" -m pip install --quiet --no-index "$wheel" \
+        >"$WORK/pip-$name.log" 2>&1; then
+        pass "pip installs $(basename "$wheel") into $where"
+    else
+        cat "$WORK/pip-$name.log" 2>/dev/null || ls -R "$WORK/wheels"
+        fail "pip installs the $name wheel into $where"
+    fi
+}
+
 python3 -m venv "$WORK/venv"
 VENV="$WORK/venv"
 
 # --- parley-cli ----------------------------------------------------------------
 if build_wheel parley-cli bindings/cli; then
-    wheel="$(first "$WORK"/wheels/parley-cli/parley_cli-"$VERSION"-*.whl)"
-    if [ -n "$wheel" ] && "$VENV/bin/python" -m pip install --quiet --no-index "$wheel" \
-        >"$WORK/pip-cli.log" 2>&1; then
-        pass "pip installs $(basename "$wheel") into a fresh venv"
-    else
-        cat "$WORK/pip-cli.log" 2>/dev/null || ls -R "$WORK/wheels"
-        fail "pip installs the parley-cli wheel into a fresh venv"
-    fi
+    install_wheel parley-cli parley_cli "a fresh venv"
     if [ -x "$VENV/bin/parley" ]; then
         pass "the venv's bin/ holds parley"
         if stripped "$VENV/bin/parley"; then
@@ -125,17 +119,10 @@ fi
 # --- parley-forum ----------------------------------------------------------------
 if [ "${PARLEY_PACKAGING_SKIP_FORUM_WHEEL:-0}" = 1 ]; then
     echo "# parley-forum wheel skipped (PARLEY_PACKAGING_SKIP_FORUM_WHEEL=1)"
-    finish
+    tap_finish
 fi
 if build_wheel parley-forum .; then
-    wheel="$(first "$WORK"/wheels/parley-forum/parley_forum-"$VERSION"-*.whl)"
-    if [ -n "$wheel" ] && "$VENV/bin/python" -m pip install --quiet --no-index "$wheel" \
-        >"$WORK/pip-forum.log" 2>&1; then
-        pass "pip installs $(basename "$wheel") into the same venv"
-    else
-        cat "$WORK/pip-forum.log" 2>/dev/null || ls -R "$WORK/wheels"
-        fail "pip installs the parley-forum wheel into the same venv"
-    fi
+    install_wheel parley-forum parley_forum "the same venv"
     module="$(first "$VENV"/lib/python3*/site-packages/parley/_parley*.so)"
     if [ -n "$module" ] && stripped "$module"; then
         pass "the installed extension module is stripped (dist profile)"
@@ -164,4 +151,4 @@ EOF
     fi
 fi
 
-finish
+tap_finish

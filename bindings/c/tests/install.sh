@@ -33,18 +33,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/parley-c-install.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-PASSED=0
-FAILED=0
-FAILED_NAMES=()
-
-pass() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
-fail() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "not ok - $1"; }
-# Records one case: its name, then the command that decides it.
-check() { # name command...
-    local name="$1"
-    shift
-    if "$@"; then pass "$name"; else fail "$name"; fi
-}
+# shellcheck source=tests/lib/tap.sh
+source "$ROOT/tests/lib/tap.sh"
 
 # --- cargo-c --------------------------------------------------------------------
 # Prints the installed cargo-c's version (x.y.z), or nothing when there is none.
@@ -218,8 +208,4 @@ else
     fail "examples/c/chat.c builds with the pkg-config --static flags"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-if [ "$FAILED" -ne 0 ]; then
-    echo "failed: ${FAILED_NAMES[*]}" >&2
-    exit 1
-fi
+tap_finish

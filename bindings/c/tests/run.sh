@@ -40,12 +40,8 @@ LIBDIR="$TARGET/$PROFILE"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/parley-c-tests.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-PASSED=0
-FAILED=0
-FAILED_NAMES=()
-
-pass() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
-fail() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "not ok - $1"; }
+# shellcheck source=tests/lib/tap.sh
+source "$ROOT/tests/lib/tap.sh"
 
 # --- jansson, for the JSON of the test harness ------------------------------
 if ! echo '#include <jansson.h>' | "$CC" -E -x c - >/dev/null 2>&1; then
@@ -192,8 +188,4 @@ if build chat_shared "$CC" -std=c99 -Wall -Wextra -Werror -pedantic -I"$ROOT/inc
     check_chat "example chat.c (shared library)" env LD_LIBRARY_PATH="$LIBDIR" "$WORK/chat_shared"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-if [ "$FAILED" -ne 0 ]; then
-    echo "failed: ${FAILED_NAMES[*]}" >&2
-    exit 1
-fi
+tap_finish
