@@ -7,6 +7,7 @@ mod baseline;
 mod fig_http;
 mod fig_listen;
 mod fig_listen_http;
+mod fig_pg;
 mod fig_read;
 mod fig_rss;
 mod fig_search;
@@ -28,10 +29,14 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 18] = [
+const FIGURES: [&str; 21] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "19", "20",
+    "16", "17", "18", "19", "20",
 ];
+
+/// Figures measured together, in one set of rounds: each ratio compares series
+/// that saw the same machine.
+const SHARED_ROUNDS: [&[&str]; 2] = [&["1", "2", "3"], &["16", "17"]];
 
 #[derive(Parser)]
 #[command(
@@ -46,7 +51,8 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-15, 19, 20; `10-rust` is the Rust half of 10).
+    /// Only these figures, comma-separated (1-20; `10-rust` is the Rust half of 10;
+    /// 16-18 need PostgreSQL: --pg).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Where the temporary forum files go: a fresh directory is made inside it and
@@ -63,6 +69,11 @@ struct Cli {
     /// Messages of the figure-11 forum (default 1000000, or 20000 with --quick).
     #[arg(long)]
     rss_messages: Option<usize>,
+    /// The PostgreSQL database of figures 16-18, a `postgres://` URL (default: the
+    /// PARLEY_TEST_PG environment variable; without either they are skipped). Each
+    /// run makes forums of its own in it and drops them afterwards.
+    #[arg(long)]
+    pg: Option<String>,
     #[command(subcommand)]
     command: Option<Hidden>,
 }
@@ -78,6 +89,16 @@ enum Hidden {
         facts: PathBuf,
         #[arg(long, default_value_t = 200)]
         appends: usize,
+    },
+    /// One of the engines of figure 17.
+    #[command(hide = true)]
+    PgWriters {
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        writers: usize,
+        #[arg(long)]
+        posts: usize,
     },
 }
 
@@ -99,6 +120,8 @@ pub struct Sizes {
     pub idle_waiters: usize,
     pub search_big: usize,
     pub search_small: usize,
+    pub pg_per_writer: usize,
+    pub pg_read_calls: usize,
 }
 
 impl Sizes {
@@ -121,6 +144,8 @@ impl Sizes {
                 idle_waiters: 50,
                 search_big: 20_000,
                 search_small: 2_000,
+                pg_per_writer: 50,
+                pg_read_calls: 200,
             }
         } else {
             Sizes {
@@ -140,6 +165,8 @@ impl Sizes {
                 idle_waiters: 1_000,
                 search_big: 1_000_000,
                 search_small: 10_000,
+                pg_per_writer: 200,
+                pg_read_calls: 400,
             }
         }
     }
@@ -165,7 +192,13 @@ fn disk_base() -> PathBuf {
     }
 }
 
-fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>> {
+fn run_figure(
+    id: &str,
+    dir: &Path,
+    sizes: &Sizes,
+    quick: bool,
+    pg: Option<&fig_pg::Pg>,
+) -> Res<Vec<Row>> {
     let sub = dir.join(format!("fig{id}"));
     std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
     let one = |r: Res<Row>| r.map(|row| vec![row]);
@@ -183,6 +216,7 @@ fn run_figure(id: &str, dir: &Path, sizes: &Sizes, quick: bool) -> Res<Vec<Row>>
         "13" => fig_listen_http::wake(&sub, sizes),
         "14" => one(fig_listen_http::busy(&sub, sizes)),
         "15" => one(fig_listen_http::memory(&sub, sizes)),
+        "18" => one(fig_pg::inbox(pg, sizes)),
         "19" => one(fig_search::search(&sub, sizes)),
         "20" => one(fig_search::replay(&sub, sizes)),
         other => Err(format!("no figure {other}")),
@@ -250,33 +284,26 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
         temp.path().to_path_buf()
     };
     let want = |id: &str| selected.contains(id);
+    let pg = fig_pg::Pg::new(cli.pg.as_deref(), cli.keep);
     let mut rows = Vec::new();
-    let progress = |id: &str| {
+    for group in figure_groups(&selected) {
+        settle();
         if !cli.json || std::env::var_os("PARLEY_BENCH_PROGRESS").is_some() {
-            eprintln!("parley-bench: figure {id} ...");
+            eprintln!("parley-bench: figure {} ...", group.join(","));
         }
-    };
-    if want("1") || want("2") || want("3") {
-        settle();
-        progress("1-3");
-        let sub = dir.join("fig1-3");
-        std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
-        match fig_write::durable(&sub, &sizes, &want) {
+        let measured = match group[0].as_str() {
+            "1" | "2" | "3" => {
+                let sub = dir.join("fig1-3");
+                std::fs::create_dir_all(&sub)
+                    .map_err(|e| format!("{}: {e}", sub.display()))
+                    .and_then(|()| fig_write::durable(&sub, &sizes, &want))
+            }
+            "16" | "17" => fig_pg::writes(pg.as_ref(), &sizes, &want),
+            id => run_figure(id, &dir, &sizes, cli.quick, pg.as_ref()),
+        };
+        match measured {
             Ok(r) => rows.extend(r),
-            Err(e) => rows.extend(
-                ["1", "2", "3"]
-                    .into_iter()
-                    .filter(|f| want(f))
-                    .map(|f| Row::failed(f, e.clone())),
-            ),
-        }
-    }
-    for id in FIGURES.iter().skip(3).filter(|f| want(f)) {
-        settle();
-        progress(id);
-        match run_figure(id, &dir, &sizes, cli.quick) {
-            Ok(r) => rows.extend(r),
-            Err(e) => rows.push(Row::failed(id, e)),
+            Err(e) => rows.extend(group.iter().map(|f| Row::failed(f, e.clone()))),
         }
     }
     Ok(rows)
@@ -285,20 +312,16 @@ fn run(cli: Cli) -> Res<Vec<Row>> {
 /// Set in the child processes that measure one group of figures each.
 const CHILD_ENV: &str = "PARLEY_BENCH_CHILD";
 
-/// The selected figures as they run: 1-3 together (they share their rounds), the
-/// others one by one.
+/// The selected figures as they run, in the order of [`FIGURES`]: those of one
+/// [`SHARED_ROUNDS`] set together, the others one by one.
 fn figure_groups(selected: &BTreeSet<&str>) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
-    let durable: Vec<String> = ["1", "2", "3"]
-        .into_iter()
-        .filter(|f| selected.contains(f))
-        .map(str::to_string)
-        .collect();
-    if !durable.is_empty() {
-        groups.push(durable);
-    }
-    for id in FIGURES.iter().skip(3).filter(|f| selected.contains(*f)) {
-        groups.push(vec![id.to_string()]);
+    for id in FIGURES.iter().filter(|f| selected.contains(*f)) {
+        let shared = SHARED_ROUNDS.iter().find(|set| set.contains(id));
+        match (shared, groups.last_mut()) {
+            (Some(set), Some(last)) if set.contains(&last[0].as_str()) => last.push(id.to_string()),
+            _ => groups.push(vec![id.to_string()]),
+        }
     }
     groups
 }
@@ -336,6 +359,9 @@ fn run_child(cli: &Cli, base: &std::path::Path, group: &[String]) -> Vec<Row> {
     if let Some(m) = cli.rss_messages {
         cmd.arg("--rss-messages").arg(m.to_string());
     }
+    if let Some(url) = &cli.pg {
+        cmd.arg("--pg").arg(url);
+    }
     let out = match cmd.output() {
         Ok(out) => out,
         Err(e) => return failed(format!("cannot run the figure's process: {e}")),
@@ -372,6 +398,20 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(Hidden::PgWriters {
+        url,
+        writers,
+        posts,
+    }) = &cli.command
+    {
+        return match fig_pg::writers_child(url, *writers, *posts) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("parley-bench pg-writers: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if cfg!(debug_assertions) {
         eprintln!(
             "parley-bench: warning: this is a debug build; build with --release for real figures"
@@ -397,5 +437,23 @@ fn main() -> ExitCode {
             eprintln!("parley-bench: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_sharing_rounds_run_as_one_group() {
+        let selected: BTreeSet<&str> = ["1", "3", "4", "16", "17", "18", "20"].into();
+        let groups = figure_groups(&selected);
+        let want: Vec<Vec<String>> = [&["1", "3"][..], &["4"], &["16", "17"], &["18"], &["20"]]
+            .iter()
+            .map(|g| g.iter().map(|s| s.to_string()).collect())
+            .collect();
+        assert_eq!(groups, want);
+        let alone: BTreeSet<&str> = ["17"].into();
+        assert_eq!(figure_groups(&alone), vec![vec!["17".to_string()]]);
     }
 }
