@@ -447,3 +447,35 @@ fn quotes_and_backslashes_are_stored_as_they_are() {
         .unwrap();
     assert_eq!(found["items"].as_array().unwrap().len(), 1, "{found}");
 }
+
+#[test]
+fn engines_taking_turns_on_one_thread_each_see_the_others_posts() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 0}}));
+    let (alice, bob) = (llm(&p.a, "alice"), llm(&p.b, "bob"));
+    let asked = ask(&p.a, &alice, "Which port, and why?");
+    let thread = asked["thread"]["id"].clone();
+    // Each engine writes the thread's record from what it last read: a stale
+    // record would count the messages wrong or lose the other's turn.
+    let mut last = asked["message"]["id"].clone();
+    for i in 0..20u64 {
+        let (forum, token) = if i % 2 == 0 {
+            (&p.b, &bob)
+        } else {
+            (&p.a, &alice)
+        };
+        let envelope =
+            json!({"parley": "1", "kind": "note", "parent": last, "body": format!("turn {i}")});
+        let posted = forum.call(Some(token), "post", &envelope).unwrap();
+        assert_eq!(posted["thread"]["message_count"], i + 2, "{posted}");
+        last = posted["message"]["id"].clone();
+    }
+    for forum in [&p.a, &p.b] {
+        let view = forum
+            .call(Some(&alice), "get_thread", &json!({"thread": thread}))
+            .unwrap();
+        assert_eq!(view["thread"]["message_count"], 21);
+    }
+}

@@ -47,7 +47,7 @@ pub(super) struct Target {
     pub(super) channel: String,
     /// The URL without its password, for messages.
     pub(super) shown: String,
-    durability: Durability,
+    pub(super) durability: Durability,
 }
 
 impl Target {
@@ -232,6 +232,20 @@ impl Conn {
         self.check(out)
     }
 
+    /// Runs statements without parameters, in one round trip, and returns the
+    /// rows they gave (as text).
+    pub(super) fn simple(&mut self, sql: &str) -> Result<Vec<postgres::SimpleQueryRow>> {
+        let out = self.client.simple_query(sql);
+        let messages = self.check(out)?;
+        Ok(messages
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => Some(row),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// Runs statements without parameters, in one round trip.
     pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
         let out = self.client.batch_execute(sql);
@@ -242,6 +256,8 @@ impl Conn {
 /// Open connections to one forum's database.
 pub(super) struct Pool {
     pub(super) target: Target,
+    /// What this engine's writers need not read again (`cache.rs`).
+    pub(super) cache: super::cache::Shared,
     /// This engine's name among the engines of the forum (random hex): the payload
     /// of its commits' notifications, by which its listener knows its own.
     pub(super) engine: String,
@@ -255,6 +271,7 @@ impl Pool {
             .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
         Ok(Pool {
             target,
+            cache: Default::default(),
             engine: format!("{:016x}", u64::from_le_bytes(bytes)),
             idle: Mutex::new(Vec::new()),
         })
@@ -311,6 +328,10 @@ impl Pooled<'_> {
 
     pub(super) fn engine(&self) -> &str {
         &self.pool.engine
+    }
+
+    pub(super) fn cache(&self) -> super::cache::Shared {
+        std::sync::Arc::clone(&self.pool.cache)
     }
 
     pub(super) fn get(&mut self) -> &mut Conn {

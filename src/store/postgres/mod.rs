@@ -16,6 +16,7 @@
 //! Records are stored in the same encodings as in the redb file, so every result
 //! is byte for byte what the embedded backend gives.
 
+mod cache;
 mod conn;
 mod listen;
 mod read;
@@ -77,7 +78,10 @@ impl Store for PgStore {
     }
 
     fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
-        Ok(Box::new(read::Tx::writer(self.pool.take()?)?))
+        Ok(Box::new(read::Tx::writer(
+            self.pool.take()?,
+            Arc::clone(&self.pool),
+        )?))
     }
 
     fn cursor_key(&self) -> u64 {

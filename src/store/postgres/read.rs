@@ -1,10 +1,10 @@
 //! A transaction on one pooled connection: a snapshot, or the forum's one writer.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use postgres::Row;
 
+use super::cache::{Version, View};
 use super::conn::{Conn, Pooled};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -31,6 +31,8 @@ pub(super) struct Writing {
     /// The statement that announces the commit to every engine: a `NOTIFY` on the
     /// forum's channel, with this engine's name as payload.
     pub(super) notify: String,
+    /// The pool, for the wait that makes the commit durable (`write.rs`).
+    pub(super) pool: Option<std::sync::Arc<super::conn::Pool>>,
 }
 
 /// A transaction. Its statements run in order on one connection; the connection
@@ -42,9 +44,10 @@ pub(super) struct Tx<'p> {
     /// Writes not sent yet (`sql.rs`): sent before the next read, or with the
     /// commit, in one round trip.
     pub(super) pending: RefCell<String>,
-    /// Tokens read or written in this transaction. A writer holds the forum's
-    /// lock, and a snapshot sees one state: a token cannot change under either.
-    pub(super) tokens: RefCell<HashMap<Vec<u8>, Option<TokenRec>>>,
+    /// Records read or written in this transaction, and for a writer the store's
+    /// cache when it is current (`cache.rs`). A writer holds the forum's lock, and
+    /// a snapshot sees one state: no record changes under either.
+    pub(super) cache: View,
     /// Committed or rolled back: nothing left to end on drop.
     pub(super) ended: bool,
 }
@@ -63,14 +66,17 @@ impl<'p> Tx<'p> {
             conn: RefCell::new(pooled),
             writing: None,
             pending: RefCell::default(),
-            tokens: RefCell::default(),
+            cache: View::detached(),
             ended: false,
         })
     }
 
     /// The forum's writer: waits for the forum's advisory lock, held until commit
     /// or rollback, so writers of every engine run one at a time.
-    pub(super) fn writer(mut pooled: Pooled<'p>) -> Result<Tx<'p>> {
+    pub(super) fn writer(
+        mut pooled: Pooled<'p>,
+        pool: std::sync::Arc<super::conn::Pool>,
+    ) -> Result<Tx<'p>> {
         let (lock, notify) = {
             let t = pooled.target();
             // Both names are [a-z0-9_]: no quoting is needed.
@@ -79,24 +85,35 @@ impl<'p> Tx<'p> {
                 format!("NOTIFY {}, '{}'", t.channel, pooled.engine()),
             )
         };
-        let begun = pooled.get().batch("BEGIN").and_then(|()| {
-            pooled
-                .get()
-                .exec("SELECT pg_advisory_xact_lock($1)", &[&lock])
-                .map(drop)
-        });
-        if let Err(e) = begun {
-            pooled.discard();
-            return Err(e);
-        }
+        // One round trip: the transaction, the lock, where the forum stands, and
+        // the last ids (each the end of a primary key's index).
+        let begun = pooled.get().simple(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({lock}); \
+             SELECT value::text, pg_postmaster_start_time()::text, \
+             (SELECT coalesce(max(id), 0) FROM threads)::text, \
+             (SELECT coalesce(max(id), 0) FROM messages)::text, \
+             (SELECT coalesce(max(id), 0) FROM claims)::text, \
+             (SELECT coalesce(max(id), 0) FROM events)::text \
+             FROM parley_meta WHERE key = 'generation'"
+        ));
+        let (start, last_ids) = match begun.and_then(|rows| version(&rows)) {
+            Ok(found) => found,
+            Err(e) => {
+                pooled.discard();
+                return Err(e);
+            }
+        };
+        let cache = View::begin(&pool.cache, start);
+        cache.seen.borrow_mut().last_ids = last_ids.map(Some);
         Ok(Tx {
             conn: RefCell::new(pooled),
             writing: Some(Writing {
                 notify,
+                pool: Some(pool),
                 ..Writing::default()
             }),
             pending: RefCell::default(),
-            tokens: RefCell::default(),
+            cache,
             ended: false,
         })
     }
@@ -173,8 +190,47 @@ fn damaged(what: &str) -> Error {
     Error::storage(format!("a stored {what} is unreadable"))
 }
 
+/// The forum's version and last ids (in [`IdKind`] order) from the rows of the
+/// writer's first round trip.
+fn version(rows: &[postgres::SimpleQueryRow]) -> Result<(Version, [u64; 4])> {
+    let row = rows
+        .iter()
+        .find(|r| r.len() == 6)
+        .ok_or_else(|| damaged("generation"))?;
+    let number = |i: usize| -> Result<i64> {
+        row.get(i)
+            .and_then(|g| g.parse().ok())
+            .ok_or_else(|| damaged("generation"))
+    };
+    let generation = number(0)?;
+    let server = row.get(1).unwrap_or_default().to_string();
+    let ids = [number(2)?, number(3)?, number(4)?, number(5)?].map(|n| n as u64);
+    Ok((Version { generation, server }, ids))
+}
+
+/// Reads through the transaction's cache: a record found there is not read again,
+/// one read is kept there.
+macro_rules! cached {
+    ($self:ident, $kind:ident, $key:expr, $read:expr) => {{
+        if let Some(known) = $self.cache.$kind($key) {
+            return Ok(known);
+        }
+        let found = $read;
+        $self
+            .cache
+            .seen
+            .borrow_mut()
+            .$kind
+            .insert($key.to_owned(), found.clone());
+        Ok(found)
+    }};
+}
+
 impl ReadTx for Tx<'_> {
     fn last_id(&self, kind: IdKind) -> Result<u64> {
+        if let Some(known) = self.cache.last_id(kind as usize) {
+            return Ok(known);
+        }
         let sql = match kind {
             IdKind::Thread => "SELECT coalesce(max(id), 0) FROM threads",
             IdKind::Message => "SELECT coalesce(max(id), 0) FROM messages",
@@ -184,23 +240,26 @@ impl ReadTx for Tx<'_> {
         let row = self
             .with(|c| c.row(sql, &[]))?
             .ok_or_else(|| damaged("id"))?;
-        Ok(row.get::<_, i64>(0) as u64)
+        let last = row.get::<_, i64>(0) as u64;
+        self.cache.seen.borrow_mut().last_ids[kind as usize] = Some(last);
+        Ok(last)
     }
 
     fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
-        if let Some(known) = self.tokens.borrow().get(key) {
-            return Ok(known.clone());
-        }
-        let row = self.with(|c| c.row("SELECT rec FROM tokens WHERE key = $1", &[&key]))?;
-        let token: Option<TokenRec> = row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()?;
-        self.tokens.borrow_mut().insert(key.to_vec(), token.clone());
-        Ok(token)
+        cached!(self, tokens, key, {
+            let row = self.with(|c| c.row("SELECT rec FROM tokens WHERE key = $1", &[&key]))?;
+            row.map(|r| decode_json::<TokenRec>(r.get::<_, &[u8]>(0)))
+                .transpose()?
+        })
     }
 
     fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {
-        let row =
-            self.with(|c| c.row("SELECT rec FROM identities WHERE name = $1", &[&identity]))?;
-        row.map(|r| decode_json(r.get::<_, &[u8]>(0))).transpose()
+        cached!(self, identities, identity, {
+            let row =
+                self.with(|c| c.row("SELECT rec FROM identities WHERE name = $1", &[&identity]))?;
+            row.map(|r| decode_json::<IdentityRec>(r.get::<_, &[u8]>(0)))
+                .transpose()?
+        })
     }
 
     fn identities(&self) -> Result<Vec<(String, IdentityRec)>> {
@@ -211,15 +270,19 @@ impl ReadTx for Tx<'_> {
     }
 
     fn thread(&self, id: u64) -> Result<Option<ThreadRec>> {
-        self.record("SELECT rec FROM threads WHERE id = $1", big(id))?
-            .map(|b| codec::decode_thread(&b))
-            .transpose()
+        cached!(self, threads, &id, {
+            self.record("SELECT rec FROM threads WHERE id = $1", big(id))?
+                .map(|b| codec::decode_thread(&b))
+                .transpose()?
+        })
     }
 
     fn message(&self, id: u64) -> Result<Option<MessageRec>> {
-        self.record("SELECT rec FROM messages WHERE id = $1", big(id))?
-            .map(|b| codec::decode(&b))
-            .transpose()
+        cached!(self, messages, &id, {
+            self.record("SELECT rec FROM messages WHERE id = $1", big(id))?
+                .map(|b| codec::decode(&b))
+                .transpose()?
+        })
     }
 
     fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
@@ -235,9 +298,11 @@ impl ReadTx for Tx<'_> {
     }
 
     fn claim(&self, id: u64) -> Result<Option<ClaimRec>> {
-        self.record("SELECT rec FROM claims WHERE id = $1", big(id))?
-            .map(|b| decode_json(&b))
-            .transpose()
+        cached!(self, claims, &id, {
+            self.record("SELECT rec FROM claims WHERE id = $1", big(id))?
+                .map(|b| decode_json::<ClaimRec>(&b))
+                .transpose()?
+        })
     }
 
     fn event(&self, id: u64) -> Result<Option<EventRec>> {

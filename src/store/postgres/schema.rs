@@ -77,6 +77,12 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>) -> Result<u64> {
             conn.batch(sql)?;
             set_meta(conn, "schema_version", v as u64 + 1)?;
         }
+        // Every commit adds one (`cache.rs`).
+        conn.exec(
+            "INSERT INTO parley_meta (key, value) VALUES ('generation', 0) \
+             ON CONFLICT (key) DO NOTHING",
+            &[],
+        )?;
         let key = match meta(conn, "cursor_key")? {
             Some(k) => k,
             None => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::read::{big, Tx};
 use super::sql::Stmt;
+use crate::config::Durability;
 use crate::error::Result;
 use crate::protocol::ids::IdKind;
 use crate::protocol::words;
@@ -21,6 +22,11 @@ impl Tx<'_> {
         self.writing
             .as_mut()
             .expect("write methods are reached only through Store::write")
+    }
+
+    /// What this transaction read and wrote (`cache.rs`).
+    fn seen(&mut self) -> &mut crate::store::postgres::cache::Records {
+        self.cache.seen.get_mut()
     }
 
     /// The batch of statements not sent yet.
@@ -49,13 +55,12 @@ impl WriteTx for Tx<'_> {
             .bytes(&rec)
             .sql(") ON CONFLICT (key) DO UPDATE SET rec = excluded.rec")
             .end();
-        self.tokens
-            .get_mut()
-            .insert(key.to_vec(), Some(token.clone()));
+        self.seen().tokens.insert(key.to_vec(), Some(token.clone()));
         Ok(())
     }
 
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
+        let rec_value = rec;
         let rec = encode_json(rec)?;
         Stmt::new(self.queue(), "INSERT INTO identities (name, rec) VALUES (")
             .text(identity)
@@ -63,6 +68,9 @@ impl WriteTx for Tx<'_> {
             .bytes(&rec)
             .sql(") ON CONFLICT (name) DO UPDATE SET rec = excluded.rec")
             .end();
+        self.seen()
+            .identities
+            .insert(identity.to_string(), Some(rec_value.clone()));
         Ok(())
     }
 
@@ -130,6 +138,9 @@ impl WriteTx for Tx<'_> {
             .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
             .end();
         self.writing().posted = Some((message.id, message.thread, message.body.clone()));
+        let seen = self.seen();
+        seen.messages.insert(message.id, Some(message.clone()));
+        seen.threads.insert(thread.id, Some((**thread).clone()));
         Ok(())
     }
 
@@ -141,6 +152,7 @@ impl WriteTx for Tx<'_> {
             .bytes(&rec)
             .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
             .end();
+        self.seen().claims.insert(claim.id, Some(claim.clone()));
         Ok(())
     }
 
@@ -245,15 +257,60 @@ impl WriteTx for Tx<'_> {
 
     fn commit_deferred(mut self: Box<Self>) -> Result<Durable> {
         let notify = std::mem::take(&mut self.writing().notify);
-        // The last writes, the notification and the commit go in one round trip.
-        // The notification is sent by the commit itself, so every engine hears of
-        // exactly the commits that happened. With synchronous_commit on (the
-        // default), COMMIT returns once the commit is in the server's WAL on disk.
+        let pool = self.writing().pool.take();
+        let volatile = pool
+            .as_ref()
+            .is_none_or(|p| p.target.durability == Durability::Volatile);
+        // The ids handed out are the last ones now.
+        let handed = self.writing().ids;
+        for (known, handed) in self.seen().last_ids.iter_mut().zip(handed) {
+            if handed.is_some() {
+                *known = handed;
+            }
+        }
+        // The last writes and the commit go in one round trip, with the forum's
+        // generation one on (`cache.rs`).
         let mut batch = std::mem::take(self.queue());
-        batch.push_str(&notify);
-        batch.push_str(";\nCOMMIT");
+        batch.push_str("UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';\n");
         self.ended = true;
-        self.with(|c| c.batch(&batch))?;
-        Ok(Durable::done())
+        let shared = self.conn.get_mut().cache();
+        let durable = match pool.filter(|_| !volatile) {
+            None => {
+                batch.push_str(&notify);
+                batch.push_str(";\nCOMMIT");
+                Durable::done()
+            }
+            // The commit returns before its WAL is flushed, and with it the forum's
+            // lock: the next batch (of any engine) writes while this one reaches the
+            // disk. It is durable once a later synchronous commit has returned: WAL
+            // is flushed in order, so that commit's flush holds this one's record.
+            Some(pool) => {
+                batch.push_str("SET LOCAL synchronous_commit TO off;\nCOMMIT");
+                Durable::when(move || flushed(&pool, &notify))
+            }
+        };
+        if let Err(e) = self.with(|c| c.batch(&batch)) {
+            // Committed or not, the cache no longer knows.
+            super::cache::invalidate(&shared);
+            return Err(e);
+        }
+        let view = std::mem::replace(&mut self.cache, super::cache::View::detached());
+        view.committed();
+        Ok(durable)
     }
+}
+
+/// Returns once every commit made before the call is on disk: a transaction that
+/// takes an id commits synchronously (its commit record is flushed, and every
+/// record before it). It also sends the commit's notification, so other engines
+/// wake for durable commits only.
+fn flushed(pool: &super::conn::Pool, notify: &str) -> Result<()> {
+    let mut pooled = pool.take()?;
+    let sent = pooled
+        .get()
+        .batch(&format!("BEGIN; SELECT txid_current(); {notify}; COMMIT"));
+    if sent.is_err() {
+        pooled.discard();
+    }
+    sent
 }
