@@ -172,7 +172,9 @@ impl Durable {
 
 /// A storage backend: snapshots for reads, one writer at a time.
 pub trait Store: Send + Sync {
-    /// A consistent snapshot, holding only durable commits.
+    /// A consistent snapshot. It holds only durable commits, except that on
+    /// PostgreSQL it may also hold a commit whose WAL flush is still under way
+    /// (`docs/deployment.md`); no call acknowledges a post before it is durable.
     fn read(&self) -> Result<Box<dyn ReadTx + '_>>;
     /// The one write transaction; blocks while another is open.
     fn write(&self) -> Result<Box<dyn WriteTx + '_>>;
