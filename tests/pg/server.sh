@@ -3,6 +3,7 @@
 #
 #   source tests/pg/server.sh && pg_start    # sets PARLEY_TEST_PG
 #   pg_down; pg_up                           # an outage, and the server back
+#   pg_crash; pg_up                          # a crash, and recovery from the WAL
 #   pg_stop                                  # stops it and removes its files
 #
 # It installs Debian's `postgresql` when the server binaries are missing, runs as
@@ -61,6 +62,12 @@ pg_up() {
 # (for the tests of an outage); its files stay for `pg_up`.
 pg_down() {
     pg_as "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
+}
+
+# Kills the server of $PG_DIR as a crash would: no shutdown checkpoint, so the
+# next `pg_up` recovers from the WAL.
+pg_crash() {
+    pg_as "$(pg_bin)/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null
 }
 
 pg_stop() {

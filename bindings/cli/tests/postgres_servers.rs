@@ -1,5 +1,5 @@
 //! Two `parley serve` instances on one PostgreSQL database: one forum, served by
-//! both, under load; one of them killed mid-load; the database stopped mid-load and
+//! both, under load; one of them killed mid-load; the database killed mid-load and
 //! started again. The servers are the built binary, the database a real server
 //! (`tests/pg/server.sh`).
 
@@ -335,7 +335,9 @@ fn the_database_stopped_mid_load_gives_clear_errors_and_the_servers_recover() {
         std::thread::spawn(move || load(&servers, &writer, 8, Duration::from_secs(60), &stop))
     };
     std::thread::sleep(Duration::from_millis(1500));
-    db.sh("pg_down");
+    // As a crash: the server recovers from its WAL when it comes back, and every
+    // post acknowledged before must be there.
+    db.sh("pg_crash");
     // While it is down: a clear refusal to serve, 503 with the storage's reason.
     std::thread::sleep(Duration::from_millis(500));
     let auth = format!("Bearer {writer}");
