@@ -137,16 +137,6 @@ fn llm(forum: &Forum, who: &str) -> String {
         .unwrap()
 }
 
-fn num(id: &Value) -> u64 {
-    id.as_str()
-        .unwrap()
-        .split('_')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 fn ask(forum: &Forum, token: &str, body: &str) -> Value {
     forum
         .call(
@@ -172,7 +162,9 @@ fn writers_on_two_engines_get_strictly_increasing_ids_and_lose_nothing() {
             std::thread::spawn(move || {
                 (0..per_writer)
                     .map(|i| {
-                        num(&ask(&forum, &token, &format!("writer {w} post {i}"))["message"]["id"])
+                        support::num(
+                            &ask(&forum, &token, &format!("writer {w} post {i}"))["message"]["id"],
+                        )
                     })
                     .collect::<Vec<u64>>()
             })
@@ -203,7 +195,7 @@ fn writers_on_two_engines_get_strictly_increasing_ids_and_lose_nothing() {
             if items.is_empty() {
                 break;
             }
-            seen.extend(items.iter().map(|m| num(&m["id"])));
+            seen.extend(items.iter().map(|m| support::num(&m["id"])));
             cursor = page["cursor"].clone();
         }
         assert!(

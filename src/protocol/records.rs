@@ -23,6 +23,19 @@ pub struct Remembered {
     pub digest: u64,
 }
 
+impl Remembered {
+    /// The post of `message` as its key remembers it: its time and digest are the
+    /// message's. `None` for a message posted without a key.
+    pub fn of(message: &MessageRec) -> Option<Remembered> {
+        let key = message.key.as_ref()?;
+        Some(Remembered {
+            message: message.id,
+            at: message.created_at,
+            digest: key.digest,
+        })
+    }
+}
+
 /// A token, found by the first half of the SHA-256 of its secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokenRec {

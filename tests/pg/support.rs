@@ -47,3 +47,11 @@ pub fn with_forum(base: &str, name: &str) -> String {
     let sep = if base.contains('?') { '&' } else { '?' };
     format!("{base}{sep}forum={name}")
 }
+
+/// The number of an id such as `msg_12`.
+pub fn num(id: &serde_json::Value) -> u64 {
+    id.as_str()
+        .and_then(|s| s.split('_').nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an id: {id}"))
+}

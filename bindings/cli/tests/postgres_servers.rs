@@ -41,16 +41,6 @@ fn serve(url: &str) -> Server {
     Server::start(Path::new(url), Some(SETTINGS), &[])
 }
 
-fn num(id: &Value) -> u64 {
-    id.as_str()
-        .unwrap()
-        .split('_')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 /// One post; the message id when it was acknowledged (201).
 fn post(addr: SocketAddr, token: &str, body: Value) -> Result<u64, String> {
     let auth = format!("Bearer {token}");
@@ -66,7 +56,7 @@ fn post(addr: SocketAddr, token: &str, body: Value) -> Result<u64, String> {
         &headers,
         Some(text.as_bytes()),
     ) {
-        Ok(r) if r.status == 201 => Ok(num(&r.json()["message"]["id"])),
+        Ok(r) if r.status == 201 => Ok(pg::num(&r.json()["message"]["id"])),
         Ok(r) => Err(format!("{} {}", r.status, String::from_utf8_lossy(&r.body))),
         Err(e) => Err(format!("transport: {e}")),
     }
@@ -94,9 +84,31 @@ fn follow(addr: SocketAddr, token: &str, feed: &str) -> Vec<u64> {
         if items.is_empty() {
             return ids;
         }
-        ids.extend(items.iter().map(|i| num(&i["id"])));
+        ids.extend(items.iter().map(|i| pg::num(&i["id"])));
         cursor = Some(page["cursor"].as_str().unwrap().to_string());
     }
+}
+
+/// A `get_inbox` waiting (up to 20 s) for a turn of the holder of `token`, in a
+/// thread; joined by [`woke_with_one_item`].
+fn wait_for_turn(addr: SocketAddr, token: &str) -> std::thread::JoinHandle<(Value, Duration)> {
+    let token = token.to_string();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let page = get(addr, &token, "/v1/inbox?wait_ms=20000").unwrap();
+        (page, start.elapsed())
+    })
+}
+
+/// The waiter woke long before its deadline, with the one post it waited for.
+fn woke_with_one_item(waiter: std::thread::JoinHandle<(Value, Duration)>) {
+    let (page, took) = waiter.join().unwrap();
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{}", items.len());
+    assert!(
+        took < Duration::from_secs(10),
+        "the waiter woke after {took:?}"
+    );
 }
 
 /// `clients` threads posting for `time`, each alternating between `servers`.
@@ -157,14 +169,7 @@ fn two_servers_on_one_database_serve_one_forum_exactly() {
     let (a, b) = (serve(&url), serve(&url));
 
     // A waiter on B wakes for a post through A.
-    let waiter = {
-        let (addr, bob) = (b.addr, bob.clone());
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            let page = get(addr, &bob, "/v1/inbox?wait_ms=20000").unwrap();
-            (page, start.elapsed())
-        })
-    };
+    let waiter = wait_for_turn(b.addr, &bob);
     std::thread::sleep(Duration::from_millis(500));
     let first = post(
         a.addr,
@@ -172,13 +177,7 @@ fn two_servers_on_one_database_serve_one_forum_exactly() {
         json!({"kind": "ask", "body": "bob, a question", "to": "ainotes:bob"}),
     )
     .unwrap();
-    let (page, took) = waiter.join().unwrap();
-    let items = page["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{}", items.len());
-    assert!(
-        took < Duration::from_secs(10),
-        "the waiter woke after {took:?}"
-    );
+    woke_with_one_item(waiter);
 
     // Sixteen clients alternate between the servers.
     let stop = Arc::new(AtomicBool::new(false));
@@ -405,14 +404,7 @@ fn the_database_stopped_mid_load_gives_clear_errors_and_the_servers_recover() {
         assert!(present.contains(id), "acknowledged msg_{id} is missing");
     }
     // A waiter on B wakes for a post through A: B listens again.
-    let waiter = {
-        let (addr, bob) = (b.addr, bob.clone());
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            let page = get(addr, &bob, "/v1/inbox?wait_ms=20000").unwrap();
-            (page, start.elapsed())
-        })
-    };
+    let waiter = wait_for_turn(b.addr, &bob);
     std::thread::sleep(Duration::from_millis(1500));
     post(
         a.addr,
@@ -420,13 +412,7 @@ fn the_database_stopped_mid_load_gives_clear_errors_and_the_servers_recover() {
         json!({"kind": "ask", "body": "bob, after the outage", "to": "ainotes:bob"}),
     )
     .unwrap();
-    let (page, took) = waiter.join().unwrap();
-    let items = page["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{}", items.len());
-    assert!(
-        took < Duration::from_secs(10),
-        "the waiter woke after {took:?}"
-    );
+    woke_with_one_item(waiter);
 }
 
 #[test]

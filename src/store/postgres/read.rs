@@ -136,6 +136,33 @@ impl<'p> Tx<'p> {
         out
     }
 
+    /// A feed of `table` (`messages` or `events`, both `(id, thread)`): its ids
+    /// after `after`, of one thread or all, in order.
+    fn feed(&self, table: &str, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
+        match thread {
+            None => {
+                let sql =
+                    format!("SELECT id, thread FROM {table} WHERE id > $1 ORDER BY id LIMIT $2");
+                self.pages(
+                    big(after),
+                    |c, from, limit| c.rows(&sql, &[&from, &limit]),
+                    visit,
+                )
+            }
+            Some(t) => {
+                let sql = format!(
+                    "SELECT id, thread FROM {table} WHERE thread = $1 AND id > $2 ORDER BY id LIMIT $3"
+                );
+                let t = big(t);
+                self.pages(
+                    big(after),
+                    |c, from, limit| c.rows(&sql, &[&t, &from, &limit]),
+                    visit,
+                )
+            }
+        }
+    }
+
     fn rows(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<Vec<Row>> {
         self.with(|c| c.rows(sql, params))
     }
@@ -366,29 +393,7 @@ impl ReadTx for Tx<'_> {
     }
 
     fn scan_events(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
-        match thread {
-            None => self.pages(
-                big(after),
-                |c, from, limit| {
-                    c.rows(
-                        "SELECT id, thread FROM events WHERE id > $1 ORDER BY id LIMIT $2",
-                        &[&from, &limit],
-                    )
-                },
-                visit,
-            ),
-            Some(t) => self.pages(
-                big(after),
-                |c, from, limit| {
-                    c.rows(
-                        "SELECT id, thread FROM events WHERE thread = $1 AND id > $2 \
-                         ORDER BY id LIMIT $3",
-                        &[&big(t), &from, &limit],
-                    )
-                },
-                visit,
-            ),
-        }
+        self.feed("events", thread, after, visit)
     }
 
     fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
@@ -438,40 +443,10 @@ impl ReadTx for Tx<'_> {
         let Some(message) = self.message(id)? else {
             return Ok(None);
         };
-        let Some(digest) = message.key.as_ref().map(|k| k.digest) else {
-            return Ok(None);
-        };
-        let post = Remembered {
-            message: id,
-            at: message.created_at,
-            digest,
-        };
-        Ok(Some((post, message)))
+        Ok(Remembered::of(&message).map(|post| (post, message)))
     }
 
     fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()> {
-        match thread {
-            None => self.pages(
-                big(after),
-                |c, from, limit| {
-                    c.rows(
-                        "SELECT id, thread FROM messages WHERE id > $1 ORDER BY id LIMIT $2",
-                        &[&from, &limit],
-                    )
-                },
-                visit,
-            ),
-            Some(t) => self.pages(
-                big(after),
-                |c, from, limit| {
-                    c.rows(
-                        "SELECT id, thread FROM messages WHERE thread = $1 AND id > $2 \
-                         ORDER BY id LIMIT $3",
-                        &[&big(t), &from, &limit],
-                    )
-                },
-                visit,
-            ),
-        }
+        self.feed("messages", thread, after, visit)
     }
 }

@@ -188,15 +188,7 @@ macro_rules! impl_read {
                 let Some(message) = self.message(id)? else {
                     return Ok(None);
                 };
-                let Some(digest) = message.key.as_ref().map(|k| k.digest) else {
-                    return Ok(None);
-                };
-                let post = Remembered {
-                    message: id,
-                    at: message.created_at,
-                    digest,
-                };
-                Ok(Some((post, message)))
+                Ok(Remembered::of(&message).map(|post| (post, message)))
             }
 
             fn scan_messages(
