@@ -330,10 +330,6 @@ impl Pooled<'_> {
         &self.pool.engine
     }
 
-    pub(super) fn cache(&self) -> super::cache::Shared {
-        std::sync::Arc::clone(&self.pool.cache)
-    }
-
     pub(super) fn get(&mut self) -> &mut Conn {
         self.conn
             .as_mut()

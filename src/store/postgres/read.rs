@@ -22,17 +22,15 @@ const PAGE_FIRST: i64 = 64;
 const PAGE_MAX: i64 = 4096;
 
 /// What a writer keeps beside its transaction.
-#[derive(Default)]
 pub(super) struct Writing {
     /// The last id of each kind handed out in this transaction.
     pub(super) ids: [Option<u64>; 4],
-    /// The last message stored, for [`crate::store::WriteTx::index_words`].
-    pub(super) posted: Option<(u64, u64, String)>,
     /// The statement that announces the commit to every engine: a `NOTIFY` on the
     /// forum's channel, with this engine's name as payload.
     pub(super) notify: String,
-    /// The pool, for the wait that makes the commit durable (`write.rs`).
-    pub(super) pool: Option<std::sync::Arc<super::conn::Pool>>,
+    /// The store's pool: its cache, and a connection for the wait that makes the
+    /// commit durable (`write.rs`).
+    pub(super) pool: std::sync::Arc<super::conn::Pool>,
 }
 
 /// A transaction. Its statements run in order on one connection; the connection
@@ -108,9 +106,9 @@ impl<'p> Tx<'p> {
         Ok(Tx {
             conn: RefCell::new(pooled),
             writing: Some(Writing {
+                ids: [None; 4],
                 notify,
-                pool: Some(pool),
-                ..Writing::default()
+                pool,
             }),
             pending: RefCell::default(),
             cache,

@@ -30,7 +30,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE idempotency (identity text NOT NULL, key text NOT NULL,
                                message bigint NOT NULL, at bigint NOT NULL,
                                PRIMARY KEY (identity, key));
-     CREATE INDEX idempotency_by_age ON idempotency (at);",
+     CREATE INDEX idempotency_by_age ON idempotency (at);
+     -- One more at every commit (`cache.rs`).
+     INSERT INTO parley_meta (key, value) VALUES ('generation', 0);",
 ];
 
 /// The schema version this release writes.
@@ -77,12 +79,6 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>) -> Result<u64> {
             conn.batch(sql)?;
             set_meta(conn, "schema_version", v as u64 + 1)?;
         }
-        // Every commit adds one (`cache.rs`).
-        conn.exec(
-            "INSERT INTO parley_meta (key, value) VALUES ('generation', 0) \
-             ON CONFLICT (key) DO NOTHING",
-            &[],
-        )?;
         let key = match meta(conn, "cursor_key")? {
             Some(k) => k,
             None => {

@@ -60,17 +60,16 @@ impl WriteTx for Tx<'_> {
     }
 
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
-        let rec_value = rec;
-        let rec = encode_json(rec)?;
+        let bytes = encode_json(rec)?;
         Stmt::new(self.queue(), "INSERT INTO identities (name, rec) VALUES (")
             .text(identity)
             .sql(", ")
-            .bytes(&rec)
+            .bytes(&bytes)
             .sql(") ON CONFLICT (name) DO UPDATE SET rec = excluded.rec")
             .end();
         self.seen()
             .identities
-            .insert(identity.to_string(), Some(rec_value.clone()));
+            .insert(identity.to_string(), Some(rec.clone()));
         Ok(())
     }
 
@@ -137,7 +136,6 @@ impl WriteTx for Tx<'_> {
             .bytes(&codec::encode_thread(thread))
             .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
             .end();
-        self.writing().posted = Some((message.id, message.thread, message.body.clone()));
         let seen = self.seen();
         seen.messages.insert(message.id, Some(message.clone()));
         seen.threads.insert(thread.id, Some((**thread).clone()));
@@ -173,12 +171,9 @@ impl WriteTx for Tx<'_> {
     }
 
     fn index_words(&mut self, message: u64) -> Result<()> {
-        let (thread, body) = match self.writing().posted.take() {
-            Some((id, thread, body)) if id == message => (thread, body),
-            _ => match self.message(message)? {
-                Some(m) => (m.thread, m.body),
-                None => return Ok(()),
-            },
+        // The message was just stored: it is read from what this writer saw.
+        let Some(MessageRec { thread, body, .. }) = self.message(message)? else {
+            return Ok(());
         };
         let held = words::distinct(&body);
         if held.is_empty() {
@@ -257,10 +252,7 @@ impl WriteTx for Tx<'_> {
 
     fn commit_deferred(mut self: Box<Self>) -> Result<Durable> {
         let notify = std::mem::take(&mut self.writing().notify);
-        let pool = self.writing().pool.take();
-        let volatile = pool
-            .as_ref()
-            .is_none_or(|p| p.target.durability == Durability::Volatile);
+        let pool = std::sync::Arc::clone(&self.writing().pool);
         // The ids handed out are the last ones now.
         let handed = self.writing().ids;
         for (known, handed) in self.seen().last_ids.iter_mut().zip(handed) {
@@ -273,9 +265,8 @@ impl WriteTx for Tx<'_> {
         let mut batch = std::mem::take(self.queue());
         batch.push_str("UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';\n");
         self.ended = true;
-        let shared = self.conn.get_mut().cache();
-        let durable = match pool.filter(|_| !volatile) {
-            None => {
+        let durable = match pool.target.durability {
+            Durability::Volatile => {
                 batch.push_str(&notify);
                 batch.push_str(";\nCOMMIT");
                 Durable::done()
@@ -284,14 +275,15 @@ impl WriteTx for Tx<'_> {
             // lock: the next batch (of any engine) writes while this one reaches the
             // disk. It is durable once a later synchronous commit has returned: WAL
             // is flushed in order, so that commit's flush holds this one's record.
-            Some(pool) => {
+            Durability::Durable => {
                 batch.push_str("SET LOCAL synchronous_commit TO off;\nCOMMIT");
+                let pool = std::sync::Arc::clone(&pool);
                 Durable::when(move || flushed(&pool, &notify))
             }
         };
         if let Err(e) = self.with(|c| c.batch(&batch)) {
             // Committed or not, the cache no longer knows.
-            super::cache::invalidate(&shared);
+            super::cache::invalidate(&pool.cache);
             return Err(e);
         }
         let view = std::mem::replace(&mut self.cache, super::cache::View::detached());
