@@ -8,9 +8,7 @@ under pytest's temporary directory is a fresh forum on that server instead: each
 test's in-memory forums get names of their own, and each of its files one name, so a
 file reopened within a test is the same forum again. Other paths and every
 subprocess (the ``parley`` command, scripts) keep their redb files. A test about the
-file itself is marked ``@pytest.mark.redb_only("why")`` and skipped on that pass; one
-that a known fault of the PostgreSQL backend fails, ``@pytest.mark.postgres_bug("what")``,
-is an xfail there.
+file itself is marked ``@pytest.mark.redb_only("why")`` and skipped on that pass.
 """
 
 from __future__ import annotations
@@ -39,10 +37,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "redb_only(reason): the test is about the redb file; skipped on the postgres pass"
     )
-    config.addinivalue_line(
-        "markers",
-        "postgres_bug(reason): a known fault of the PostgreSQL backend makes the test fail; an xfail on the postgres pass",
-    )
     if BACKEND not in ("redb", "postgres"):
         raise pytest.UsageError(f"PARLEY_TEST_BACKEND is {BACKEND!r}: it is redb or postgres")
     if BACKEND == "postgres" and not os.environ.get("PARLEY_TEST_PG"):
@@ -62,10 +56,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: "list[pytest.Ite
         marker = item.get_closest_marker("redb_only")
         if marker is not None:
             item.add_marker(pytest.mark.skip(reason=f"redb only: {_reason(marker)}"))
-        marker = item.get_closest_marker("postgres_bug")
-        if marker is not None:
-            # Not strict: the fault shows in timing. test_postgres.py holds its strict test.
-            item.add_marker(pytest.mark.xfail(reason=f"postgres backend: {_reason(marker)}", strict=False))
 
 
 def _reason(marker: pytest.Mark) -> str:
