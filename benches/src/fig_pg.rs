@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use parley_forum::{Forum, Right, TokenSpec};
+use parley_forum::Forum;
 use postgres::{Client, NoTls, Statement};
 use serde_json::{json, Value};
 
+use crate::fig_read::{call, cursor_at_end, token};
 use crate::measure::{median, per_second, rounds, time_calls};
 use crate::report::{Row, Target};
-use crate::workload::{body, concurrently, config, post, post_rate, str_at, Cast};
+use crate::workload::{body, concurrently, config, post, post_rate, Cast};
 use crate::{Res, Sizes};
 
 /// Why figures 16–18 are skipped when no server is named.
@@ -415,18 +416,6 @@ pub fn writes(pg: Option<&Pg>, sizes: &Sizes, want: &dyn Fn(&str) -> bool) -> Re
     Ok(rows)
 }
 
-fn token(forum: &Forum, handle: &str) -> Res<String> {
-    forum
-        .create_token(&TokenSpec::llm(handle, &[Right::Read, Right::Write]))
-        .map_err(|e| format!("token {handle}: {e}"))
-}
-
-fn call(forum: &Forum, token: &str, op: &str, args: &Value) -> Res<Value> {
-    forum
-        .call(Some(token), op, args)
-        .map_err(|e| format!("{op} failed: {e}"))
-}
-
 /// Asks questions `from..to` (body `i`, asker `i % 4`) from several threads at
 /// once, each handing the engine bunches of posts, so that one transaction stores
 /// many of them.
@@ -461,19 +450,6 @@ fn fill(forum: &Forum, askers: &[String], from: usize, to: usize) -> Res<()> {
     .map(drop)
 }
 
-/// Pages `get_inbox` to its end and returns the final cursor.
-fn cursor_at_end(forum: &Forum, reader: &str) -> Res<String> {
-    let mut args = json!({ "limit": 200 });
-    loop {
-        let page = call(forum, reader, "get_inbox", &args)?;
-        let cursor = str_at(&page, &["cursor"])?;
-        if page["more"] != json!(true) {
-            return Ok(cursor);
-        }
-        args["since"] = json!(cursor);
-    }
-}
-
 /// A forum of `threads` open questions on PostgreSQL, with the read of figure 18:
 /// the reader's inbox since a cursor taken before the last `NEW`.
 struct InboxForum {
@@ -496,7 +472,7 @@ impl InboxForum {
         fill(&forum, &askers, 0, threads - NEW)?;
         let fill_seconds = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let since = cursor_at_end(&forum, &reader)?;
+        let since = cursor_at_end(&forum, &reader, "get_inbox")?;
         let cursor_seconds = started.elapsed().as_secs_f64();
         for i in threads - NEW..threads {
             post(

@@ -14,20 +14,20 @@ use crate::{Res, Sizes};
 /// New items a `since` read returns in figures 5 and 6.
 const NEW: usize = 10;
 
-fn token(forum: &Forum, handle: &str) -> Res<String> {
+pub(crate) fn token(forum: &Forum, handle: &str) -> Res<String> {
     forum
         .create_token(&TokenSpec::llm(handle, &[Right::Read, Right::Write]))
         .map_err(|e| format!("token {handle}: {e}"))
 }
 
-fn call(forum: &Forum, token: &str, op: &str, args: &Value) -> Res<Value> {
+pub(crate) fn call(forum: &Forum, token: &str, op: &str, args: &Value) -> Res<Value> {
     forum
         .call(Some(token), op, args)
         .map_err(|e| format!("{op} failed: {e}"))
 }
 
 /// Pages `op` to its end and returns the final cursor.
-fn cursor_at_end(forum: &Forum, token: &str, op: &str) -> Res<String> {
+pub(crate) fn cursor_at_end(forum: &Forum, token: &str, op: &str) -> Res<String> {
     let mut args = json!({ "limit": 200 });
     loop {
         let page = call(forum, token, op, &args)?;
