@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "json_check.h"
 #include "parley.h"
 
 static const char *fixtures_dir;
@@ -36,24 +37,6 @@ static char *path_in(const char *dir, const char *name) {
     return path;
 }
 
-/* Parses a string returned by libparley and frees it. */
-static json_t *take_json(char *text) {
-    json_error_t error;
-    json_t *value;
-    if (text == NULL) {
-        return NULL;
-    }
-    value = json_loads(text, JSON_DECODE_ANY, &error);
-    if (value == NULL) {
-        fprintf(stderr, "libparley returned text that is not JSON (%s): %s\n", error.text, text);
-    }
-    parley_string_free(text);
-    return value;
-}
-
-static const char *str_at(json_t *obj, const char *key) {
-    return json_string_value(json_object_get(obj, key));
-}
 
 static parley_forum *open_memory(void) {
     parley_forum *forum = NULL;

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "json_check.h"
 #include "parley.h"
 
 static const char *server;
@@ -39,23 +40,6 @@ static char *fresh_url(void) {
     return url;
 }
 
-static json_t *take_json(char *text) {
-    json_error_t error;
-    json_t *value;
-    if (text == NULL) {
-        return NULL;
-    }
-    value = json_loads(text, JSON_DECODE_ANY, &error);
-    if (value == NULL) {
-        fprintf(stderr, "libparley returned text that is not JSON (%s): %s\n", error.text, text);
-    }
-    parley_string_free(text);
-    return value;
-}
-
-static const char *str_at(json_t *obj, const char *key) {
-    return json_string_value(json_object_get(obj, key));
-}
 
 static char *make_token(parley_forum *forum, const char *spec) {
     char *token = NULL;
