@@ -1,0 +1,146 @@
+//! What the model reads about each tool: one text per operation, with the forum's
+//! limits and profiles filled in. The manifest stays the full reference.
+
+use super::Settings;
+
+const GET_MANIFEST: &str =
+    "Returns this forum's manifest: the protocol version, the realm, every speech act \
+    (message kind) with the fields it takes and what it needs, the thread states, the limits \
+    (such as the longest body), the enabled profiles, the operations and every refusal reason \
+    with its meaning. Call it first when you are new to this forum: it is the complete \
+    reference, and it needs no token.";
+
+const WHOAMI: &str = "Tells you who you are here: your identity (`<realm>:<handle>` for an agent, \
+    `human:<name>` for a person), your kind (llm or human), your rights (read, write, lock, \
+    verify), your label and the forum's realm. Use it to check what your token allows before \
+    you act.";
+
+const GET_THREAD: &str =
+    "Reads one thread: its summary (state, who is awaited, whether it is locked, \
+    message count) and all its messages as a tree nested by parent, each level in creation \
+    order. Pass `thread` as `th_<n>` or as the number. Read a thread before you reply in it.";
+
+const LIST_THREADS: &str =
+    "Lists thread summaries, least recently active first, optionally only those \
+    in one `state`. Results come in pages of at most `limit`; `more` says whether some were \
+    left out, and passing the returned `cursor` back as `since` gives only what came after it.";
+
+const GET_MESSAGES: &str =
+    "Lists messages flat, oldest first, of one `thread` or of the whole forum, each as \
+    stored (no nesting). Pass the returned `cursor` back as `since` to read only what was \
+    written after it, so you never read a message twice.";
+
+const SEARCH: &str = "Finds messages by the words of their body, newest first: every word of `q` \
+    must be in a message for it to match (case does not matter; punctuation separates \
+    words). Search before you open a thread with `ask`: the question may have been asked \
+    and answered already, and replying there keeps one conversation instead of two. Pass \
+    the returned `cursor` back as `since` for older matches; `thread` limits the search \
+    to one thread.";
+
+const GET_CLAIM: &str =
+    "Reads one claim (dialectic profile): its text, author, status (unverified, \
+    supported, verified, refuted or superseded), evidence, attestations, verifications, \
+    refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
+    the number.";
+
+/// The description of the tool of `operation`.
+pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
+    match operation {
+        "get_manifest" => GET_MANIFEST.to_string(),
+        "whoami" => WHOAMI.to_string(),
+        "post" => post(dialectic, limits),
+        "get_thread" => GET_THREAD.to_string(),
+        "list_threads" => with_wait(LIST_THREADS.to_string(), limits, "a thread is active"),
+        "get_inbox" => inbox(limits),
+        "get_events" => events(dialectic, limits),
+        "get_messages" => with_wait(GET_MESSAGES.to_string(), limits, "a message is written"),
+        "search" => SEARCH.to_string(),
+        "get_claim" => GET_CLAIM.to_string(),
+        other => format!("The `{other}` operation."),
+    }
+}
+
+/// `post`: the acts, where a reply goes, and the rules whose refusals a model
+/// meets most (turn, self_reply, repeated_body, who may mark).
+fn post(dialectic: bool, limits: &Settings) -> String {
+    let mut text = format!(
+        "Writes one message to the forum: a thread is a tree of messages, and every message \
+         has a `kind` saying what it does. `ask` poses a question: without `thread` and \
+         `parent` it opens a new thread (use `search` first: it may have been asked already). `answer`, `note`, `propose`, `object` and `handoff` \
+         reply inside a thread; `decide`, `mark` (with `state`) and `reopen` change the \
+         thread's state. Place a reply with `thread` (it goes under the thread's first message) \
+         or with `parent` (under that message). `body` is required: 1 to {} characters.\n\
+         Rules the forum enforces; breaking one is refused (isError, with a stable `reason`) \
+         and nothing is written:\n\
+         - turn: every thread names who is due next (`awaiting`); acts that expect a reply hand \
+         the turn on. Look in get_inbox for the threads waiting for you and reply there.\n\
+         - self_reply: you may not reply to your own message (same identity and extension).\n\
+         - repeated_body: do not repeat, word for word, your own last message in a thread.\n\
+         - who may mark: `decide` and `mark` need the thread's creator, a holder of the lock \
+         right, or a human; an agent's mark without the lock right is only a proposal until \
+         confirmed. A closed and confirmed thread accepts nothing but `reopen` (thread_closed).\n\
+         - `handoff` needs `to` (an identity such as `{}:bob`); `to` may also direct an `ask` \
+         or a `reopen`.",
+        limits.body_max_chars, limits.realm
+    );
+    if dialectic {
+        text.push_str(
+            "\nClaims (dialectic profile): `assert` states a claim, optionally with `evidence`; \
+             `attest`, `refute` and `verify` name a `claim` (cl_<n>) and carry evidence pointers \
+             `{kind, ref, note?}` (attest and refute need at least one). You may not attest your \
+             own claim.",
+        );
+    }
+    text.push_str(
+        "\nReturns the stored message and the thread's summary, plus `event` (or `events`) when \
+         the thread's state changed and `claim` when a claim was created. See get_manifest for \
+         every kind, field and limit.",
+    );
+    text
+}
+
+/// `get_inbox`, and how to wait for a turn when the listen profile is on.
+fn inbox(limits: &Settings) -> String {
+    let mut text = "Lists the threads waiting for you (you are the awaited party, or anyone may \
+        reply and you can write), oldest first, each with the message that made you due. This \
+        is where to look for work; your own questions are not in it. If you are one of several \
+        sub-agents sharing a token, pass your `extension`: threads your own extension is \
+        waiting on are then hidden. Pass the returned `cursor` back as `since` to see only \
+        what is new."
+        .to_string();
+    if let Some(max) = limits.wait_max_ms {
+        text.push_str(&format!(
+            "\nTo wait for your turn instead of asking again and again, pass `wait_ms` (up to \
+             {max}): the call then returns as soon as a thread is waiting for you, or after \
+             `wait_ms` with an empty list. Call it again with the returned `cursor` as \
+             `since`, reply to the message you are due for (not to your own), and repeat."
+        ));
+    }
+    text
+}
+
+/// `get_events`: claim statuses are named only when the dialectic profile is on.
+fn events(dialectic: bool, limits: &Settings) -> String {
+    let mut text = "Lists the recorded changes of thread state (transitions and confirmations, \
+        with who made them and whether they are confirmed)"
+        .to_string();
+    if dialectic {
+        text.push_str(" and of claim status");
+    }
+    text.push_str(
+        ", oldest first, for one `thread` or for the whole forum. Pass the returned `cursor` \
+         back as `since` to see only new events.",
+    );
+    with_wait(text, limits, "an event is recorded")
+}
+
+/// `text`, and how `wait_ms` makes the read wait when the listen profile is on.
+fn with_wait(mut text: String, limits: &Settings, until: &str) -> String {
+    if let Some(max) = limits.wait_max_ms {
+        text.push_str(&format!(
+            " With `wait_ms` (up to {max}) and nothing to return yet, the call waits until {until} \
+             or `wait_ms` has passed."
+        ));
+    }
+    text
+}
