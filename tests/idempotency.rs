@@ -206,3 +206,70 @@ fn the_typed_session_takes_a_key_and_reads_the_feed() {
     assert_eq!(hits.items[0].thread.id, first.thread.id);
     assert!(forum.session(&bob).search("", None, None).is_err());
 }
+
+/// The idempotency records of the word index's tail live in memory until the
+/// tail (512 messages) is merged; the post that merges it writes them. Every key
+/// replays before and after that post, and after a reopen, which reads the
+/// tail's records again from its messages.
+#[test]
+fn keys_stay_remembered_across_the_merge_of_the_tail_and_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    let config = || {
+        let mut c = Config::from_json(&json!({ "limits": { "writes_per_minute": 0 } })).unwrap();
+        c.clock = Arc::new(|| START);
+        c
+    };
+    let ask = |i: u32| json!({ "kind": "ask", "body": format!("question {i}"), "idempotency_key": format!("k-{i}") });
+    let forum = Forum::open(&path, config()).unwrap();
+    let alice = forum
+        .create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))
+        .unwrap();
+    for i in 1..=600 {
+        let posted = forum.call(Some(&alice), "post", &ask(i)).unwrap();
+        assert_eq!(posted["message"]["id"], format!("msg_{i}"));
+        if i == 511 || i == 512 {
+            // Just before and at the merge, the first key is still there.
+            let again = forum.call(Some(&alice), "post", &ask(1)).unwrap();
+            assert_eq!(again["replayed"], true);
+        }
+    }
+    let check = |forum: &Forum| {
+        for i in [1, 300, 511, 512, 513, 600] {
+            let again = forum.call(Some(&alice), "post", &ask(i)).unwrap();
+            assert_eq!(
+                (again["message"]["id"].as_str(), again["replayed"].as_bool()),
+                (Some(format!("msg_{i}").as_str()), Some(true)),
+                "k-{i}"
+            );
+            let other =
+                json!({ "kind": "ask", "body": "another", "idempotency_key": format!("k-{i}") });
+            let refused = forum.call(Some(&alice), "post", &other).unwrap_err();
+            assert_eq!(
+                refused.refusal().map(|r| r.reason),
+                Some(Reason::IdempotencyConflict)
+            );
+        }
+    };
+    check(&forum);
+    drop(forum);
+    let index: redb::TableDefinition<&[u8], u64> = redb::TableDefinition::new("index");
+    {
+        use redb::ReadableDatabase;
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_read().unwrap();
+        let records = txn.open_table(index).unwrap();
+        let n = records.range(&[7u8][..]..&[8u8][..]).unwrap().count();
+        assert_eq!(n, 512, "the merged posts' records are in the index");
+    }
+    let forum = Forum::open(&path, config()).unwrap();
+    check(&forum);
+    let next = forum
+        .call(
+            Some(&alice),
+            "post",
+            &json!({ "kind": "ask", "body": "a new one" }),
+        )
+        .unwrap();
+    assert_eq!(next["message"]["id"], "msg_601", "no retry wrote");
+}

@@ -20,8 +20,17 @@ pub(super) const EXPIRED: &str = "keys_expired_through";
 /// Ids one pass looks at, per key it may forget.
 const IDS_PER_KEY: usize = 64;
 
-/// Forgets up to `max` keys of posts made before `before` (ms).
-pub(super) fn forget(txn: &redb::WriteTransaction, before: i64, max: usize) -> Result<Forgot> {
+/// Forgets up to `max` keys of posts made before `before` (ms). The records of
+/// messages through `merged` are in [`INDEX`]; those of later ones, the word
+/// index's tail, are forgotten by `forget_tail(record, message)`, which says
+/// whether the record still named that message (see `super::key_tail`).
+pub(super) fn forget(
+    txn: &redb::WriteTransaction,
+    before: i64,
+    max: usize,
+    merged: u64,
+    forget_tail: &mut dyn FnMut(&[u8], u64) -> bool,
+) -> Result<Forgot> {
     let from = txn.open_table(META)?.get(EXPIRED)?.map_or(0, |v| v.value());
     let budget = max.saturating_mul(IDS_PER_KEY);
     let (mut through, mut visited, mut more) = (from, 0usize, false);
@@ -58,6 +67,12 @@ pub(super) fn forget(txn: &redb::WriteTransaction, before: i64, max: usize) -> R
         let mut index = txn.open_table(INDEX)?;
         for (id, record) in &expired {
             // A key used again after it expired names the newer post: it stays.
+            // A record this transaction merged is in both places.
+            let in_tail = forget_tail(record, *id);
+            if *id > merged {
+                keys += usize::from(in_tail);
+                continue;
+            }
             let current = index.get(record.as_slice())?.map(|v| v.value());
             if current == Some(*id) {
                 index.remove(record.as_slice())?;

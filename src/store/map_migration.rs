@@ -24,17 +24,21 @@ fn damaged(what: &str) -> Error {
 }
 
 /// Migrates the message map, then the keys' digests. A version-3 file is then
-/// version 4; a version-2 file still needs its word index, whose migration sets
-/// the version.
+/// version 4, and it or a version-4 file then version 5 (`super::key_tail`); a
+/// version-2 file still needs its word index, whose migration sets the version.
 pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
     while step_map(db, progress)? {}
     while step_keys(db, progress)? {}
     let txn = db.begin_write()?;
-    {
-        let mut meta = txn.open_table(META)?;
-        if meta.get("schema_version")?.map(|v| v.value()) == Some(3) {
-            meta.insert("schema_version", SCHEMA_VERSION)?;
-        }
+    let version = txn
+        .open_table(META)?
+        .get("schema_version")?
+        .map(|v| v.value());
+    if matches!(version, Some(3 | 4)) {
+        // Version 5 keeps the tail's idempotency records out of the index.
+        super::key_tail::KeyTail::migrate(&txn)?;
+        txn.open_table(META)?
+            .insert("schema_version", SCHEMA_VERSION)?;
     }
     txn.commit()?;
     Ok(())

@@ -9,6 +9,7 @@ mod check;
 mod codec;
 mod expiry;
 mod file;
+mod key_tail;
 mod map_migration;
 mod postgres;
 pub use crate::protocol::records;

@@ -8,6 +8,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 
 use super::codec::{decode_json as decode, encode_json as encode};
+use super::key_tail::{Delta, KeyTail};
 use super::records::{
     Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
     TokenRec,
@@ -46,6 +47,10 @@ pub struct RedbStore {
     /// Where the merged part of the word index ends, as of the last commit, once
     /// read (see `super::words`).
     words_merged: Mutex<Option<u64>>,
+    /// The idempotency records of the word index's tail, as of the last commit,
+    /// once read (see `super::key_tail`). Its lock, like the thread cache's, is
+    /// held across each commit.
+    key_tail: Mutex<Option<KeyTail>>,
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
@@ -147,6 +152,7 @@ impl RedbStore {
             path: None,
             last_ids: Mutex::new([None; 4]),
             words_merged: Mutex::new(None),
+            key_tail: Mutex::new(None),
             threads: Mutex::new(HashMap::new()),
             durability,
             cursor_key,
@@ -187,6 +193,7 @@ impl RedbStore {
         // What the caches hold may be what a failed commit meant to write.
         *self.last_ids.lock().unwrap_or_else(|p| p.into_inner()) = [None; 4];
         *self.words_merged.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock_tail(&self.key_tail) = None;
         lock_threads(&self.threads).clear();
         let db = Arc::new(db);
         *slot = Some(Arc::clone(&db));
@@ -250,13 +257,24 @@ impl RedbStore {
 impl Store for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTx + '_>> {
         let (db, txn) = self.begin(|db| db.begin_read())?;
-        Ok(Box::new(Snapshot { txn, _db: db }))
+        Ok(Box::new(Snapshot {
+            txn,
+            store: self,
+            _db: db,
+        }))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
         let (db, mut txn) = self.begin(|db| db.begin_write())?;
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
+        }
+        {
+            // Read as committed, before this transaction writes anything.
+            let mut tail = lock_tail(&self.key_tail);
+            if tail.is_none() {
+                *tail = Some(KeyTail::load_committed(&txn)?);
+            }
         }
         Ok(Box::new(Writer {
             txn,
@@ -265,6 +283,7 @@ impl Store for RedbStore {
             ids: [None; 4],
             written: HashMap::new(),
             words_merged: None,
+            keys: Delta::default(),
         }))
     }
 
@@ -274,8 +293,9 @@ impl Store for RedbStore {
 }
 
 /// A read snapshot. The transaction is dropped before the database it came from.
-struct Snapshot {
+struct Snapshot<'s> {
     txn: redb::ReadTransaction,
+    store: &'s RedbStore,
     _db: Arc<Db>,
 }
 
@@ -290,6 +310,13 @@ struct Writer<'s> {
     written: HashMap<u64, Arc<ThreadRec>>,
     /// The end of the merged word index as this transaction leaves it, once known.
     words_merged: Option<u64>,
+    /// This transaction's changes to the store's `key_tail`.
+    keys: Delta,
+}
+
+/// The store's tail of idempotency records. It changes only whole, after a commit.
+fn lock_tail(tail: &Mutex<Option<KeyTail>>) -> MutexGuard<'_, Option<KeyTail>> {
+    tail.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<ThreadRec>>> {
@@ -298,7 +325,7 @@ fn lock_threads(threads: &ThreadCache) -> MutexGuard<'_, HashMap<u64, Arc<Thread
     threads.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Snapshot {
+impl Snapshot<'_> {
     fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<K, V>,
@@ -313,6 +340,30 @@ impl Writer<'_> {
         def: TableDefinition<K, V>,
     ) -> Result<redb::Table<'_, K, V>> {
         Ok(self.txn.open_table(def)?)
+    }
+
+    /// The end of the merged word index as this transaction sees it.
+    fn merged_mark(&self) -> Result<u64> {
+        if let Some(m) = self.words_merged {
+            return Ok(m);
+        }
+        let known = *self
+            .store
+            .words_merged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match known {
+            Some(m) => Ok(m),
+            None => crate::store::words::merged_through(&self.table(META)?),
+        }
+    }
+
+    /// The message `record` names in the tail as this transaction sees it.
+    fn tail_key(&self, record: &[u8]) -> Option<u64> {
+        match lock_tail(&self.store.key_tail).as_ref() {
+            Some(tail) => self.keys.get(tail, record),
+            None => self.keys.get(&KeyTail::default(), record),
+        }
     }
 
     /// A thread as this transaction sees it: written here, else committed (from
@@ -336,9 +387,15 @@ impl Writer<'_> {
     }
 }
 
-impl Snapshot {
+impl Snapshot<'_> {
     fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
         read_thread(&self.table(MESSAGES)?, id)
+    }
+
+    /// The message the tail says `record` names; the caller checks it against
+    /// this snapshot (see `super::key_tail`).
+    fn tail_key(&self, record: &[u8]) -> Option<u64> {
+        lock_tail(&self.store.key_tail).as_ref()?.get(record)
     }
 }
 

@@ -8,8 +8,11 @@ use redb::TableDefinition;
 /// open for a version-2 file. Version 4 moves the message → thread map from one
 /// [`INDEX`] entry per message into blocks (`super::blocks`), and a keyed post's
 /// digest from an index by age into its message's record (`super::expiry`); an
-/// older file is migrated on open (`super::redb_open::migrate_map`).
-pub(super) const SCHEMA_VERSION: u64 = 4;
+/// older file is migrated on open (`super::map_migration`). Version 5
+/// writes the idempotency records of the word index's tail when the tail is
+/// merged, not with each post (`super::key_tail`); its migration removes the
+/// tail's records that an older file holds.
+pub(super) const SCHEMA_VERSION: u64 = 5;
 
 /// `schema_version`, `cursor_key`, and the progress marks of the word index and of
 /// key expiry. Id counters are not stored: the next id of a kind is one past the
@@ -58,8 +61,8 @@ pub(crate) mod key {
     /// `REMEMBERED ‖ time ‖ KEY record` → the envelope's digest: idempotency keys by
     /// age, up to version 3 (read by its migration).
     const REMEMBERED: u8 = 6;
-    /// `KEY ‖ identity ‖ 0 ‖ idempotency key` → the message its post made. It lives
-    /// in this table, which every post writes anyway.
+    /// `KEY ‖ identity ‖ 0 ‖ idempotency key` → the message its post made, for the
+    /// posts the word index has merged (the tail's are in `super::key_tail`).
     const KEY: u8 = 7;
 
     fn with_u64(mut key: Vec<u8>, n: u64) -> Vec<u8> {

@@ -177,6 +177,16 @@ macro_rules! impl_read {
                 key: &str,
             ) -> Result<Option<(Remembered, MessageRec)>> {
                 let record = key::idempotency(identity, key);
+                // The tail's posts first: they are the newest (see `key_tail`).
+                if let Some(id) = self.tail_key(&record) {
+                    if let Some(message) = self.message(id)? {
+                        let holds = message.identity == identity
+                            && message.key.as_ref().is_some_and(|k| k.key == key);
+                        if holds {
+                            return Ok(Remembered::of(&message).map(|post| (post, message)));
+                        }
+                    }
+                }
                 let found = self
                     .table(INDEX)?
                     .get(record.as_slice())?
@@ -249,5 +259,5 @@ macro_rules! impl_read {
     };
 }
 
-impl_read!(Snapshot);
+impl_read!(Snapshot<'_>);
 impl_read!(Writer<'_>);

@@ -163,23 +163,25 @@ fn a_failed_database_is_reopened_by_the_next_call() {
     let (old, txn) = store.begin(|db| db.begin_read()).unwrap();
     let snapshot = Snapshot {
         txn,
+        store: &store,
         _db: Arc::clone(&old),
     };
     store.failed(&old);
     drop(old);
-    let reader = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        drop(snapshot);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(snapshot);
+        });
+        let mut w = store.write().unwrap();
+        assert_eq!(
+            w.next_id(IdKind::Event).unwrap(),
+            2,
+            "the ids survive the reopen"
+        );
+        w.put_event(&event(2)).unwrap();
+        w.commit().unwrap();
     });
-    let mut w = store.write().unwrap();
-    assert_eq!(
-        w.next_id(IdKind::Event).unwrap(),
-        2,
-        "the ids survive the reopen"
-    );
-    w.put_event(&event(2)).unwrap();
-    w.commit().unwrap();
-    reader.join().unwrap();
     assert_eq!(store.read().unwrap().last_id(IdKind::Event).unwrap(), 2);
 }
 

@@ -90,36 +90,48 @@ impl WriteTx for Writer<'_> {
     }
 
     fn index_words(&mut self, message: u64) -> Result<()> {
-        let merged = match self.words_merged {
-            Some(m) => m,
-            None => {
-                let known = *self
-                    .store
-                    .words_merged
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                match known {
-                    Some(m) => m,
-                    None => crate::store::words::merged_through(&self.table(META)?)?,
-                }
-            }
-        };
+        let merged = self.merged_mark()?;
         let now = crate::store::words::note(&self.txn, merged, message)?;
+        if let Some(upto) = now {
+            // The tail's idempotency records move into the index with its words.
+            let records = match lock_tail(&self.store.key_tail).as_ref() {
+                Some(tail) => self.keys.merge(tail, upto),
+                None => self.keys.merge(&KeyTail::default(), upto),
+            };
+            let mut index = self.table(INDEX)?;
+            for (record, id) in records {
+                index.insert(record.as_slice(), id)?;
+            }
+        }
         self.words_merged = Some(now.unwrap_or(merged));
         Ok(())
     }
 
     fn remember(&mut self, identity: &str, key: &str, post: &Remembered) -> Result<()> {
-        // The digest and time are in the message's record (put by `put_post`); an
-        // expired record under the same key is replaced, and its message's entry
-        // in the map of keyed posts no longer matches it (see `forget_remembered`).
-        self.table(INDEX)?
-            .insert(key::idempotency(identity, key).as_slice(), post.message)?;
+        // The digest and time are in the message's record (put by `put_post`). A
+        // post of the tail is remembered by the tail until the merge writes its
+        // record (see `super::key_tail`); one the merge has passed already (the
+        // post that made the merge) goes to the index now. An expired record under
+        // the same key is replaced, and its message's entry in the map of keyed
+        // posts no longer matches it (see `forget_remembered`).
+        let record = key::idempotency(identity, key);
+        if post.message > self.merged_mark()? {
+            self.keys.add(record, post.message);
+        } else {
+            self.table(INDEX)?.insert(record.as_slice(), post.message)?;
+        }
         Ok(())
     }
 
     fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
-        crate::store::expiry::forget(&self.txn, before, max)
+        let merged = self.merged_mark()?;
+        let tail = lock_tail(&self.store.key_tail);
+        let empty = KeyTail::default();
+        let tail = tail.as_ref().unwrap_or(&empty);
+        let keys = &mut self.keys;
+        crate::store::expiry::forget(&self.txn, before, max, merged, &mut |record, id| {
+            keys.forget(tail, record, id)
+        })
     }
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {
@@ -160,13 +172,16 @@ impl WriteTx for Writer<'_> {
             ids,
             written,
             words_merged,
+            keys,
         } = *self;
-        // The cache's lock is held from before the commit (which lets the next
+        // The caches' locks are held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
-        // failed commit leaves the cache as it was.
+        // failed commit leaves the caches as they were.
+        let mut tail = lock_tail(&store.key_tail);
         let mut cache = lock_threads(&store.threads);
         if let Err(e) = txn.commit() {
             drop(cache);
+            drop(tail);
             if commit_failed_on_io(&e) {
                 store.failed(&db);
             }
@@ -176,6 +191,10 @@ impl WriteTx for Writer<'_> {
             keep_thread(&mut cache, thread);
         }
         drop(cache);
+        if let Some(tail) = tail.as_mut() {
+            keys.apply(tail);
+        }
+        drop(tail);
         let mut known = store.last_ids.lock().unwrap_or_else(|p| p.into_inner());
         for (known, handed) in known.iter_mut().zip(ids) {
             if handed.is_some() {

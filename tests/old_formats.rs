@@ -1,9 +1,14 @@
-//! A forum file written by schema version 3 (`tests/fixtures/forum-v3.redb`, made
-//! by the release before version 4 through the Python module: alice asks with key
-//! `q1` (msg_1, th_1), bob answers with `r1` (msg_2), bob asks without a key
-//! (msg_3, th_2), alice notes with `n2` (msg_4) and asserts with `c1` (msg_5,
-//! cl_1)) opens as version 4: its message map and its keys' digests are moved, and
-//! every read, replay, conflict and expiry works on the old posts as on new ones.
+//! Forum files written by older schema versions open as version 5, and every
+//! read, replay, conflict and expiry works on their posts as on new ones.
+//!
+//! - `tests/fixtures/forum-v3.redb`, made by the release before version 4 through
+//!   the Python module, and `forum-v4.redb`, made by the release before version 5
+//!   through the Rust API, hold the same posts: alice asks with key `q1` (msg_1,
+//!   th_1), bob answers with `r1` (msg_2), bob asks without a key (msg_3, th_2),
+//!   alice notes with `n2` (msg_4) and asserts with `c1` (msg_5, cl_1).
+//! - Version 4 moved the message map and the keys' digests; version 5 keeps the
+//!   idempotency records of the word index's tail (here, all five posts) out of
+//!   the index until the tail is merged.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -16,12 +21,14 @@ use serde_json::{json, Value};
 const INDEX: redb::TableDefinition<&[u8], u64> = redb::TableDefinition::new("index");
 const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("parley_meta");
 
-fn fixture() -> (tempfile::TempDir, PathBuf, Value) {
+/// A copy of the fixture of schema `version`, and its tokens.
+fn fixture(version: u32) -> (tempfile::TempDir, PathBuf, Value) {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("forum.redb");
-    std::fs::copy(here.join("forum-v3.redb"), &path).unwrap();
-    let tokens = std::fs::read_to_string(here.join("forum-v3.tokens.json")).unwrap();
+    std::fs::copy(here.join(format!("forum-v{version}.redb")), &path).unwrap();
+    let tokens =
+        std::fs::read_to_string(here.join(format!("forum-v{version}.tokens.json"))).unwrap();
     (dir, path, serde_json::from_str(&tokens).unwrap())
 }
 
@@ -70,11 +77,33 @@ fn ids(items: &Value) -> Vec<String> {
 }
 
 #[test]
-fn a_version_3_file_opens_as_version_4_and_keeps_every_post_and_key() {
-    let (_dir, path, tokens) = fixture();
+fn a_version_3_file_opens_as_version_5_and_keeps_every_post_and_key() {
+    let (_dir, path, tokens) = fixture(3);
     assert_eq!(meta(&path, "schema_version"), Some(3));
     assert_eq!(tagged(&path, 1), 5, "version 3: one map entry per message");
     assert_eq!(tagged(&path, 6), 4, "version 3: the age index of four keys");
+    // As the Python session sent it: with `parley`.
+    let first_ask = json!({ "parley": "1", "kind": "ask",
+                            "body": "Why does the cache port fail after upgrade?",
+                            "idempotency_key": "q1" });
+    keeps_every_post_and_key(&path, &tokens, &first_ask);
+}
+
+#[test]
+fn a_version_4_file_opens_as_version_5_and_keeps_every_post_and_key() {
+    let (_dir, path, tokens) = fixture(4);
+    assert_eq!(meta(&path, "schema_version"), Some(4));
+    assert_eq!(tagged(&path, 7), 4, "version 4: every keyed post's record");
+    let first_ask = json!({ "kind": "ask",
+                            "body": "Why does the cache port fail after upgrade?",
+                            "idempotency_key": "q1" });
+    keeps_every_post_and_key(&path, &tokens, &first_ask);
+}
+
+/// Opens the fixture at `path` and checks what it holds and how it behaves;
+/// `first_ask` is msg_1's envelope as it was sent.
+fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
+    let path = path.to_path_buf();
     let (alice, bob) = (
         tokens["alice"].as_str().unwrap(),
         tokens["bob"].as_str().unwrap(),
@@ -96,15 +125,19 @@ fn a_version_3_file_opens_as_version_4_and_keeps_every_post_and_key() {
         );
     }
     let report = parley_forum::store::check(&path).unwrap();
-    assert_eq!(report.schema_version, 4);
+    assert_eq!(report.schema_version, 5);
     assert_eq!((report.messages, report.threads), (5, 2));
     assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
     assert_eq!(tagged(&path, 1), 0, "the old map entries are gone");
     assert_eq!(tagged(&path, 6), 0, "the old age index is gone");
-    assert_eq!(tagged(&path, 7), 4, "the four keys stay");
     assert_eq!(
-        meta(&path, "keys_expired_through"),
-        Some(0),
+        tagged(&path, 7),
+        0,
+        "the tail's records are out of the index until it is merged"
+    );
+    assert_eq!(
+        meta(&path, "keys_expired_through").unwrap_or(0),
+        0,
         "the expiry starts before the oldest keyed post"
     );
 
@@ -136,16 +169,7 @@ fn a_version_3_file_opens_as_version_4_and_keeps_every_post_and_key() {
 
     // A retry of an old keyed post replays it; another envelope under its key is
     // refused; a new post is numbered after the old ones.
-    let replay = forum
-        .call(
-            Some(alice),
-            "post",
-            // As the Python session sent it: with `parley`.
-            &json!({ "parley": "1", "kind": "ask",
-                     "body": "Why does the cache port fail after upgrade?",
-                     "idempotency_key": "q1" }),
-        )
-        .unwrap();
+    let replay = forum.call(Some(alice), "post", first_ask).unwrap();
     assert_eq!(
         (
             replay["message"]["id"].as_str(),
@@ -189,7 +213,36 @@ fn a_version_3_file_opens_as_version_4_and_keeps_every_post_and_key() {
     assert!(again.get("replayed").is_none(), "a new post, not a replay");
     assert_eq!(again["message"]["id"], "msg_7");
     drop(forum);
-    // Left: the new `q1` (msg_7) only; `new-1` expired with the others.
-    assert_eq!(tagged(&path, 7), 1);
+    assert_eq!(tagged(&path, 7), 0, "nothing merged yet");
+    // The expiry passed the old keys and `new-1`, and stopped at the new `q1`.
     assert_eq!(meta(&path, "keys_expired_through"), Some(6));
+
+    // Reopened, the tail's records are read again from its messages: the new
+    // `q1` replays, and a forgotten key stays forgotten.
+    let forum = open(&path, &now);
+    let replay = forum
+        .call(
+            Some(alice),
+            "post",
+            &json!({ "kind": "ask", "body": "A new question under an old key.",
+                     "idempotency_key": "q1" }),
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            replay["message"]["id"].as_str(),
+            replay["replayed"].as_bool()
+        ),
+        (Some("msg_7"), Some(true))
+    );
+    let fresh = forum
+        .call(
+            Some(bob),
+            "post",
+            &json!({ "kind": "note", "thread": "th_1", "parent": "msg_1",
+                     "body": "A new note under a forgotten key.", "idempotency_key": "r1" }),
+        )
+        .unwrap();
+    assert!(fresh.get("replayed").is_none(), "`r1` was forgotten");
+    assert_eq!(fresh["message"]["id"], "msg_8");
 }

@@ -1,0 +1,207 @@
+//! The idempotency records of the word index's tail (schema version 5).
+//!
+//! A keyed post's record, `KEY ‖ identity ‖ 0 ‖ key` → message in `INDEX`, lands at
+//! a random place of a large index: a post that wrote it rebuilt one more leaf and
+//! its branch pages, and committed them (60 k of a post's 430 k instructions under
+//! callgrind, `examples/post_profile.rs`). So a post no longer writes it. The
+//! records of the tail's posts (the messages after `words_merged_through`, see
+//! `super::words`) are held here, in memory, and the post whose transaction merges
+//! the tail into the word index writes them too, in key order, in that
+//! transaction. Each message record holds its key, so the map is rebuilt from at
+//! most one tail of messages when a store opens.
+//!
+//! What holds, and what the code below keeps:
+//! - `INDEX` holds the records of merged posts; this map those of the tail's posts
+//!   whose keys the expiry has not passed (`keys_expired_through`).
+//! - A writer sees the map with its own changes ([`Delta`]); the store takes them
+//!   only when the transaction commits, under the same lock as the commit.
+//! - A snapshot may meet a map newer than itself: it trusts an entry only when its
+//!   own copy of the message holds that key, and otherwise reads `INDEX`. It may
+//!   then miss a key merged after it began; a snapshot's answer is only a hint
+//!   (the post's batch decides, `engine::post::replay_early`).
+
+use std::collections::HashMap;
+
+use redb::ReadableTable;
+
+use super::blocks;
+use super::codec;
+use super::expiry::EXPIRED;
+use super::tables::{key, INDEX, MESSAGES, META};
+use crate::error::Result;
+
+/// Record key → the message its post made, for the tail's keyed posts.
+#[derive(Debug, Default)]
+pub(super) struct KeyTail(HashMap<Vec<u8>, u64>);
+
+impl KeyTail {
+    /// The records of the keyed posts after message `after`, read from their
+    /// messages; a key used twice names the later post.
+    pub(super) fn load(
+        messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
+        after: u64,
+    ) -> Result<KeyTail> {
+        let mut map = HashMap::new();
+        blocks::scan(messages, after, |id, place| {
+            if !place.keyed {
+                return Ok(true);
+            }
+            if let Some(record) = messages.get((place.thread, id))? {
+                let message = codec::decode(record.value())?;
+                if let Some(k) = &message.key {
+                    map.insert(key::idempotency(&message.identity, &k.key), id);
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(KeyTail(map))
+    }
+
+    /// The committed tail's records, as a write transaction that has written
+    /// nothing yet sees them: past the merged part and past the expiry's mark.
+    pub(super) fn load_committed(txn: &redb::WriteTransaction) -> Result<KeyTail> {
+        let after = {
+            let meta = txn.open_table(META)?;
+            let merged = super::words::merged_through(&meta)?;
+            let expired = meta.get(EXPIRED)?.map_or(0, |v| v.value());
+            merged.max(expired)
+        };
+        KeyTail::load(&txn.open_table(MESSAGES)?, after)
+    }
+
+    /// Versions 3 and 4 wrote every keyed post's record to `INDEX`. Removes the
+    /// tail's (the merge writes them again), so that `INDEX` holds exactly the
+    /// merged posts' records, as version 5 keeps it.
+    pub(super) fn migrate(txn: &redb::WriteTransaction) -> Result<()> {
+        let tail = KeyTail::load_committed(txn)?;
+        let mut index = txn.open_table(INDEX)?;
+        for (record, id) in &tail.0 {
+            if index.get(record.as_slice())?.map(|v| v.value()) == Some(*id) {
+                index.remove(record.as_slice())?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn get(&self, record: &[u8]) -> Option<u64> {
+        self.0.get(record).copied()
+    }
+}
+
+/// One write transaction's changes to the map.
+#[derive(Debug, Default)]
+pub(super) struct Delta {
+    added: HashMap<Vec<u8>, u64>,
+    /// Records the expiry forgot, with the message each named.
+    removed: Vec<(Vec<u8>, u64)>,
+    /// The end of the tail this transaction merged into `INDEX`, if it did.
+    merged: Option<u64>,
+}
+
+impl Delta {
+    /// The message `record` names in the tail as the transaction sees it.
+    pub(super) fn get(&self, tail: &KeyTail, record: &[u8]) -> Option<u64> {
+        if let Some(id) = self.added.get(record) {
+            return Some(*id);
+        }
+        let id = tail.get(record)?;
+        let forgotten = self.removed.iter().any(|(r, i)| *i == id && r == record);
+        (!forgotten).then_some(id)
+    }
+
+    pub(super) fn add(&mut self, record: Vec<u8>, message: u64) {
+        self.added.insert(record, message);
+    }
+
+    /// Forgets `record` if it names `message`; whether it did.
+    pub(super) fn forget(&mut self, tail: &KeyTail, record: &[u8], message: u64) -> bool {
+        if self.get(tail, record) != Some(message) {
+            return false;
+        }
+        self.added.remove(record);
+        self.removed.push((record.to_vec(), message));
+        true
+    }
+
+    /// The records of the tail through message `upto`, in key order, for the merge
+    /// to write; from then on the transaction counts them as merged.
+    pub(super) fn merge(&mut self, tail: &KeyTail, upto: u64) -> Vec<(Vec<u8>, u64)> {
+        let mut records: Vec<(Vec<u8>, u64)> = tail
+            .0
+            .iter()
+            .filter(|(r, _)| !self.added.contains_key(*r))
+            .map(|(r, id)| (r.clone(), *id))
+            .filter(|(r, id)| self.get(tail, r) == Some(*id))
+            .chain(self.added.iter().map(|(r, id)| (r.clone(), *id)))
+            .filter(|(_, id)| *id <= upto)
+            .collect();
+        records.sort_unstable();
+        self.merged = Some(upto);
+        records
+    }
+
+    /// Applies a committed transaction's changes.
+    pub(super) fn apply(self, tail: &mut KeyTail) {
+        for (record, message) in &self.removed {
+            if tail.get(record) == Some(*message) {
+                tail.0.remove(record);
+            }
+        }
+        let merged = self.merged.unwrap_or(0);
+        if self.merged.is_some() {
+            tail.0.retain(|_, id| *id > merged);
+        }
+        tail.0
+            .extend(self.added.into_iter().filter(|(_, id)| *id > merged));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(entries: &[(&str, u64)]) -> KeyTail {
+        KeyTail(
+            entries
+                .iter()
+                .map(|(r, id)| (r.as_bytes().to_vec(), *id))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_transaction_sees_its_own_changes_and_the_store_takes_them_on_apply() {
+        let mut t = tail(&[("a", 1), ("b", 2)]);
+        let mut d = Delta::default();
+        d.add(b"c".to_vec(), 3);
+        d.add(b"a".to_vec(), 4); // reused after it expired: the later post
+        assert!(d.forget(&t, b"b", 2));
+        assert!(!d.forget(&t, b"a", 1), "`a` names message 4 now");
+        assert_eq!(
+            (d.get(&t, b"a"), d.get(&t, b"b"), d.get(&t, b"c")),
+            (Some(4), None, Some(3))
+        );
+        assert_eq!(t.get(b"b"), Some(2), "the store is untouched until apply");
+        d.apply(&mut t);
+        assert_eq!(
+            (t.get(b"a"), t.get(b"b"), t.get(b"c")),
+            (Some(4), None, Some(3))
+        );
+    }
+
+    #[test]
+    fn a_merge_hands_out_the_tail_in_key_order_and_keeps_only_what_follows() {
+        let mut t = tail(&[("b", 1), ("d", 2), ("x", 3)]);
+        let mut d = Delta::default();
+        d.add(b"a".to_vec(), 4);
+        assert!(d.forget(&t, b"x", 3));
+        assert_eq!(
+            d.merge(&t, 4),
+            vec![(b"a".to_vec(), 4), (b"b".to_vec(), 1), (b"d".to_vec(), 2)]
+        );
+        d.add(b"e".to_vec(), 5);
+        d.apply(&mut t);
+        assert_eq!(t.0.len(), 1);
+        assert_eq!(t.get(b"e"), Some(5));
+    }
+}
