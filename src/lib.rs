@@ -45,8 +45,8 @@
 //!   ([`StorageError`]).
 //! - [`Forum::mcp`] and [`Forum::mcp_reply`]: the MCP handler that every MCP
 //!   transport uses ([`mcp`] holds its codes and versions).
-//! - [`store`]: the storage interface a backend implements ([`store::Store`]) and
-//!   [`store::check`], the offline check of a forum file.
+//! - [`storage`]: the interface a storage backend implements ([`storage::Store`])
+//!   and [`storage::check`], the offline check of a forum file.
 //!
 //! How a post travels from a binding to the disk, module by module, is told in
 //! `docs/architecture.md`; what the file holds in `docs/storage.md`.
@@ -59,8 +59,36 @@ mod manifest;
 pub mod mcp;
 pub mod protocol;
 mod session;
+// Public only because the store's files still mark its internals `pub`, which
+// `unreachable_pub` would flag in a private module; hidden, since [`storage`] is
+// its public face. It becomes private once those items are `pub(crate)`.
+#[doc(hidden)]
 pub mod store;
 pub mod time;
+
+/// Where a forum is kept: the interface a storage backend implements, and the
+/// offline checks of a forum file.
+///
+/// [`Forum::open`] picks the backend from its argument: a path opens an embedded
+/// forum file (redb), a `postgres://` URL a forum in PostgreSQL. Another backend
+/// implements [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
+/// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), and is
+/// handed to [`Forum::with_store`].
+pub mod storage {
+    pub use crate::protocol::ids::IdKind;
+    pub use crate::store::{
+        check, check_integrity, records, CheckReport, Durable, Flow, Forgot, ReadTx, Store, Visit,
+        WriteTx,
+    };
+    pub use crate::store::{is_postgres_url, scheme, without_password};
+
+    // Test hooks, not API (a forum opens its backend in `Forum::open`):
+    // tests/power_loss.rs runs a forum over a redb backend that records every write
+    // (`RedbStore::with_backend`, whose argument is a redb type), and
+    // tests/postgres.rs holds a snapshot open beside a forum (`PgStore::open`).
+    #[doc(hidden)]
+    pub use crate::store::{PgStore, RedbStore};
+}
 
 pub use config::{Clock, Config, Durability, Limits, Progress};
 pub use engine::listen::{Changed, CommitHook, Subscription};

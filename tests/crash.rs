@@ -69,7 +69,7 @@ fn pseudo_random(seed: &mut u64) -> u64 {
 
 fn verify(db: &Path, token: &str, acked: &[(String, String)]) -> u64 {
     assert!(
-        parley_forum::store::check_integrity(db).unwrap(),
+        parley_forum::storage::check_integrity(db).unwrap(),
         "integrity check failed"
     );
     let forum = Forum::open(db, Config::default()).unwrap();

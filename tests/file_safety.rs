@@ -82,7 +82,7 @@ fn a_file_of_another_program_and_its_wal_are_never_touched() {
         let err = Forum::open(&db, config()).err().unwrap();
         assert!(matches!(err, Error::NotAForum(_)), "{err}");
         assert!(err.to_string().contains("untouched"), "{err}");
-        let err = parley_forum::store::check_integrity(&db).err().unwrap();
+        let err = parley_forum::storage::check_integrity(&db).err().unwrap();
         assert!(matches!(err, Error::NotAForum(_)), "{err}");
     }
     assert_eq!(std::fs::read(&db).unwrap(), main);
@@ -95,7 +95,7 @@ fn a_file_of_another_program_and_its_wal_are_never_touched() {
 fn checking_a_missing_file_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("missing.redb");
-    assert!(parley_forum::store::check_integrity(&db).is_err());
+    assert!(parley_forum::storage::check_integrity(&db).is_err());
     assert!(!db.exists());
 }
 
@@ -273,7 +273,7 @@ fn a_full_disk_is_recovered_without_a_reopen_and_loses_nothing() {
         acked.push(r["message"]["id"].as_str().unwrap().to_string());
     }
     drop(forum);
-    assert!(parley_forum::store::check_integrity(&db).unwrap());
+    assert!(parley_forum::storage::check_integrity(&db).unwrap());
     let forum = Forum::open(&db, config()).unwrap();
     let view = forum
         .call(Some(&token), "get_thread", &json!({"thread": thread}))

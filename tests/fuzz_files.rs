@@ -96,7 +96,7 @@ fn exercise(path: &Path, token: &str) {
         let _ = forum.call(Some(token), "list_threads", &json!({}));
         let _ = forum.call(Some(token), "get_thread", &json!({"thread": "th_3"}));
     }
-    let _ = parley_forum::store::check(path);
+    let _ = parley_forum::storage::check(path);
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn files_that_are_not_redb_are_never_changed() {
             }
             std::fs::write(&path, &bytes).unwrap();
             assert!(Forum::open(&path, Config::default()).is_err());
-            assert!(parley_forum::store::check(&path).is_err());
+            assert!(parley_forum::storage::check(&path).is_err());
             prop_assert_eq!(std::fs::read(&path).unwrap(), bytes);
             Ok(())
         })

@@ -303,10 +303,10 @@ fn posts_of_one_engine_share_transactions_and_reads_never_block_the_writer() {
     // A snapshot held open on the side: it sees none of the posts below, and the
     // writer does not wait for it.
     let store =
-        parley_forum::store::PgStore::open(&url, parley_forum::Durability::Durable).unwrap();
-    let snapshot = parley_forum::store::Store::read(&store).unwrap();
+        parley_forum::storage::PgStore::open(&url, parley_forum::Durability::Durable).unwrap();
+    let snapshot = parley_forum::storage::Store::read(&store).unwrap();
     let before = snapshot
-        .last_id(parley_forum::protocol::ids::IdKind::Message)
+        .last_id(parley_forum::storage::IdKind::Message)
         .unwrap();
 
     let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -340,16 +340,16 @@ fn posts_of_one_engine_share_transactions_and_reads_never_block_the_writer() {
     );
     assert_eq!(
         snapshot
-            .last_id(parley_forum::protocol::ids::IdKind::Message)
+            .last_id(parley_forum::storage::IdKind::Message)
             .unwrap(),
         before,
         "a snapshot sees only what was committed before it began"
     );
     drop(snapshot);
-    let fresh = parley_forum::store::Store::read(&store).unwrap();
+    let fresh = parley_forum::storage::Store::read(&store).unwrap();
     assert_eq!(
         fresh
-            .last_id(parley_forum::protocol::ids::IdKind::Message)
+            .last_id(parley_forum::storage::IdKind::Message)
             .unwrap(),
         before + (writers * per_writer) as u64
     );

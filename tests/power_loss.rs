@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use parley_forum::store::RedbStore;
+use parley_forum::storage::RedbStore;
 use parley_forum::{Config, Durability, Forum, Right, TokenSpec};
 use serde_json::{json, Value};
 
@@ -207,7 +207,7 @@ fn verify(image: &[u8], dir: &std::path::Path, token: &str, acked: &[&Acked]) {
         "{fresh} reused an acknowledged id"
     );
     drop(forum);
-    assert!(parley_forum::store::check_integrity(&path).unwrap());
+    assert!(parley_forum::storage::check_integrity(&path).unwrap());
 }
 
 #[test]

@@ -310,9 +310,9 @@ fn a_version_2_file_gains_the_index_on_open_with_progress() {
             "q = {q}"
         );
     }
-    let report = parley_forum::store::check(&path);
+    let report = parley_forum::storage::check(&path);
     assert!(report.is_err(), "open: the file is held");
     drop(c);
-    let report = parley_forum::store::check(&path).unwrap();
+    let report = parley_forum::storage::check(&path).unwrap();
     assert_eq!(report.schema_version, 4);
 }

@@ -57,8 +57,10 @@ impl std::fmt::Debug for Forum {
 
 impl Forum {
     /// Creates or opens the forum file at `path`, or, when `path` is a
-    /// `postgres://` URL, the forum in that PostgreSQL database
-    /// ([`crate::store::PgStore::open`]), which other engines may share.
+    /// `postgres://` (or `postgresql://`) URL, the forum in that PostgreSQL
+    /// database, which other engines may share. The URL's `forum` parameter names
+    /// the forum (`main` when absent); every other part is libpq's URL form
+    /// (`docs/deployment.md`).
     ///
     /// A file or database written by a newer schema version is refused with
     /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
@@ -91,7 +93,7 @@ impl Forum {
         Forum::with_store(Box::new(RedbStore::in_memory()?), config)
     }
 
-    /// A forum over another storage backend.
+    /// A forum over another storage backend (see [`crate::storage`]).
     pub fn with_store(store: Box<dyn Store>, config: Config) -> Result<Forum> {
         config.validate()?;
         let watch: std::sync::Arc<listen::Watch> = Default::default();

@@ -395,7 +395,7 @@ pub unsafe extern "C" fn parley_check_integrity(
         if path.is_null() {
             return Err(Failure::null("path"));
         }
-        let ok = ::parley_forum::store::check_integrity(&path_of(CStr::from_ptr(path))?)?;
+        let ok = ::parley_forum::storage::check_integrity(&path_of(CStr::from_ptr(path))?)?;
         *out_ok = ok;
         Ok(())
     })

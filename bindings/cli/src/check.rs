@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use parley_forum::store::{check, CheckReport};
+use parley_forum::storage::{check, CheckReport};
 
 use crate::{CmdResult, Failure};
 

@@ -413,8 +413,8 @@ fn clock_text(py: Python<'_>, clock: &Bound<'_, PyAny>) -> PyResult<String> {
 /// test reports).
 fn shown(path: &std::path::Path) -> String {
     let text = path.to_string_lossy();
-    if parley_forum::store::scheme(&text).is_some() {
-        parley_forum::store::without_password(&text)
+    if parley_forum::storage::scheme(&text).is_some() {
+        parley_forum::storage::without_password(&text)
     } else {
         text.into_owned()
     }

@@ -40,6 +40,6 @@ fn check_integrity(
     py: Python<'_>,
     #[pyo3(from_py_with = args::required_path)] path: std::path::PathBuf,
 ) -> PyResult<bool> {
-    py.detach(move || parley_forum::store::check_integrity(&path))
+    py.detach(move || parley_forum::storage::check_integrity(&path))
         .map_err(|e| errors::to_pyerr(py, e))
 }

@@ -44,7 +44,7 @@ pub(crate) const MAX_LINE: usize = 1 << 20;
 /// server (a token made or revoked that way holds on every server at once).
 pub(crate) fn is_shared(db: &Path) -> bool {
     db.to_str()
-        .is_some_and(parley_forum::store::is_postgres_url)
+        .is_some_and(parley_forum::storage::is_postgres_url)
 }
 
 /// The socket of the forum file `db`: the file's name with `.sock` appended.
