@@ -57,7 +57,7 @@ mod engine;
 mod error;
 mod manifest;
 pub mod mcp;
-pub mod protocol;
+mod protocol;
 mod session;
 // Public only because the store's files still mark its internals `pub`, which
 // `unreachable_pub` would flag in a private module; hidden, since [`storage`] is

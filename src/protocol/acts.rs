@@ -34,7 +34,7 @@ pub enum Act {
 
 /// What an act needs beyond a valid token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Needs {
+pub(crate) enum Needs {
     /// The `write` right.
     Write,
     /// `write` and authority over the thread (§7.2).
@@ -47,7 +47,7 @@ pub enum Needs {
 
 impl Needs {
     /// The manifest's word for it.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Needs::Write => "write",
             Needs::Authority => "authority",
@@ -59,7 +59,7 @@ impl Needs {
 
 /// One row of the act table.
 #[derive(Debug)]
-pub struct ActSpec {
+pub(crate) struct ActSpec {
     /// The act.
     pub act: Act,
     /// Its wire name.
@@ -89,7 +89,7 @@ macro_rules! fields {
 }
 
 /// The core acts then the dialectic acts, in manifest order.
-pub const ACTS: &[ActSpec] = &[
+pub(crate) const ACTS: &[ActSpec] = &[
     ActSpec { act: Act::Ask, kind: "ask", summary: "Poses a question. Without thread or parent it opens a new thread.", needs: Needs::Write, expects_reply: true,
         turn: "`to` if given; else the parent's author; else (new thread) anyone", required: &["body"], optional: fields!("to"), profile: None },
     ActSpec { act: Act::Answer, kind: "answer", summary: "Answers the nearest question above; marks the thread answered.", needs: Needs::Write, expects_reply: true,
@@ -120,7 +120,7 @@ pub const ACTS: &[ActSpec] = &[
 
 impl Act {
     /// The row of the table for this act.
-    pub fn spec(self) -> &'static ActSpec {
+    pub(crate) fn spec(self) -> &'static ActSpec {
         ACTS.iter()
             .find(|s| s.act == self)
             .expect("every act has a row")

@@ -38,7 +38,7 @@ const SERVER_SET: [&str; 3] = ["id", "author_kind", "created_at"];
 
 /// An envelope that passed every syntax and field rule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The act.
     pub act: Act,
     /// The thread named, if any.
@@ -71,7 +71,7 @@ pub struct Checked {
 
 /// An idempotency key and the digest of its envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Idempotency {
+pub(crate) struct Idempotency {
     /// The key as sent.
     pub key: String,
     /// The first 64 bits of the SHA-256 of the envelope without `idempotency_key`,
@@ -114,7 +114,7 @@ fn id(kind: IdKind, value: &Value, field: &str) -> Result<u64, Refusal> {
 
 /// Checks an envelope in the order of SPEC §12.1's 400 group: object, version, kind,
 /// unknown fields, fields of the kind, required fields, each field's form, body.
-pub fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked, Refusal> {
+pub(crate) fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<Checked, Refusal> {
     let obj = value
         .as_object()
         .ok_or_else(|| Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object"))?;

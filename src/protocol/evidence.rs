@@ -59,7 +59,7 @@ impl EvidenceKind {
 }
 
 /// The kinds of evidence by wire name, in manifest order.
-pub const EVIDENCE_KINDS: [&str; 8] = [
+pub(crate) const EVIDENCE_KINDS: [&str; 8] = [
     EvidenceKind::ALL[0].as_str(),
     EvidenceKind::ALL[1].as_str(),
     EvidenceKind::ALL[2].as_str(),
@@ -111,7 +111,7 @@ fn is_commit(s: &str) -> bool {
 }
 
 /// Reads one evidence item; `Err` names what is wrong.
-pub fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
+pub(crate) fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
     let obj = value
         .as_object()
         .ok_or("an evidence item must be an object")?;

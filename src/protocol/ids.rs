@@ -59,7 +59,7 @@ fn positive(digits: &str) -> Option<u64> {
 /// Reads an id given as its key (`"th_12"`), a JSON number (`12`) or a decimal
 /// string (`"12"`). Anything else — a wrong prefix, zero, a negative or fractional
 /// number — is `None`.
-pub fn parse_id(kind: IdKind, value: &Value) -> Option<u64> {
+pub(crate) fn parse_id(kind: IdKind, value: &Value) -> Option<u64> {
     match value {
         Value::Number(n) => n.as_u64().filter(|n| *n > 0),
         Value::String(s) => positive(s.strip_prefix(kind.prefix()).unwrap_or(s)),
@@ -69,7 +69,7 @@ pub fn parse_id(kind: IdKind, value: &Value) -> Option<u64> {
 
 /// A handle or human name: 1–64 characters of `[a-z0-9._-]`, starting with a
 /// letter or digit.
-pub fn is_handle(s: &str) -> bool {
+pub(crate) fn is_handle(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 64
@@ -80,7 +80,7 @@ pub fn is_handle(s: &str) -> bool {
 }
 
 /// An identity string: `<realm>:<handle>` or `human:<name>`.
-pub fn is_identity(s: &str) -> bool {
+pub(crate) fn is_identity(s: &str) -> bool {
     match s.split_once(':') {
         Some((realm, handle)) => is_handle(realm) && is_handle(handle),
         None => false,
@@ -88,7 +88,7 @@ pub fn is_identity(s: &str) -> bool {
 }
 
 /// An extension: 1–`max` characters of `[A-Za-z0-9._-]`.
-pub fn is_extension(s: &str, max: usize) -> bool {
+pub(crate) fn is_extension(s: &str, max: usize) -> bool {
     !s.is_empty()
         && s.chars().count() <= max
         && s.bytes()

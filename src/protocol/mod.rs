@@ -1,15 +1,15 @@
 //! The pure protocol: acts, envelope rules, turn, states, authority and claims.
 //! Nothing here touches storage; the engine feeds it records and applies its verdicts.
 
-pub mod acts;
-pub mod claim;
+pub(crate) mod acts;
+pub(crate) mod claim;
 pub(crate) mod decide;
-pub mod envelope;
-pub mod evidence;
+pub(crate) mod envelope;
+pub(crate) mod evidence;
 pub(crate) mod hashes;
-pub mod ids;
-pub mod kinds;
+pub(crate) mod ids;
+pub(crate) mod kinds;
 pub mod records;
-pub mod rights;
-pub mod state;
-pub mod words;
+pub(crate) mod rights;
+pub(crate) mod state;
+pub(crate) mod words;

@@ -78,7 +78,7 @@ impl State {
 
 /// What a marking act does to a thread's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Move to the state.
     Move(State),
     /// The state stays and becomes confirmed.
@@ -89,7 +89,12 @@ pub enum Effect {
 
 /// The effect of a content act that marks (`answer`, `decide`) towards `target`.
 /// Never refuses: past or side states simply keep their state (§6).
-pub fn content_mark(current: State, confirmed: bool, target: State, confirmer: bool) -> Effect {
+pub(crate) fn content_mark(
+    current: State,
+    confirmed: bool,
+    target: State,
+    confirmer: bool,
+) -> Effect {
     if current == target {
         return if !confirmed && confirmer {
             Effect::Confirm
@@ -105,7 +110,7 @@ pub fn content_mark(current: State, confirmed: bool, target: State, confirmer: b
 
 /// The effect of `mark` to `target`, or `Err(())` for `invalid_transition`.
 #[allow(clippy::result_unit_err)] // one way to fail; the engine names it
-pub fn mark(
+pub(crate) fn mark(
     current: State,
     confirmed: bool,
     target: State,
@@ -137,7 +142,7 @@ pub fn mark(
 }
 
 /// Whether `reopen` applies to a thread in `current`.
-pub fn reopenable(current: State) -> bool {
+pub(crate) fn reopenable(current: State) -> bool {
     current == State::Closed || current.is_side()
 }
 

@@ -15,7 +15,7 @@ fn in_word(c: char) -> bool {
 }
 
 /// The words of `text` in order, repeats included.
-pub fn split(text: &str) -> Vec<String> {
+pub(crate) fn split(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(|c: char| !in_word(c))
         .filter(|w| !w.is_empty())
@@ -24,7 +24,7 @@ pub fn split(text: &str) -> Vec<String> {
 }
 
 /// The distinct words of `text`, sorted (the order the index stores them in).
-pub fn distinct(text: &str) -> Vec<String> {
+pub(crate) fn distinct(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_distinct(text, |w| out.push(w.to_string()));
     out
@@ -33,7 +33,7 @@ pub fn distinct(text: &str) -> Vec<String> {
 /// Calls `f` with each distinct word of `text`, in sorted order, without
 /// allocating a string per word. Most bodies are ASCII: they are lowercased and
 /// split byte by byte.
-pub fn for_each_distinct(text: &str, mut f: impl FnMut(&str)) {
+pub(crate) fn for_each_distinct(text: &str, mut f: impl FnMut(&str)) {
     let lower = if text.is_ascii() {
         text.to_ascii_lowercase()
     } else {
@@ -60,7 +60,7 @@ pub fn for_each_distinct(text: &str, mut f: impl FnMut(&str)) {
 /// Calls `f` with each word of `text` in order, repeats included (the words of
 /// [`split`]). The lowercased text goes to `buf`, so a caller splitting many
 /// bodies allocates once; ASCII text, the common case, is split byte by byte.
-pub fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
     buf.clear();
     if text.is_ascii() {
         buf.push_str(text);
