@@ -34,7 +34,8 @@
 //!
 //! ## Where to start
 //!
-//! - [`Forum`]: open a forum file ([`Forum::open`], [`Config`]), issue tokens
+//! - [`Forum`]: open a forum file ([`Forum::open`], [`Config`]; a fixed clock for
+//!   tests with [`Config::fixed_clock`] and [`parse_time`]), issue tokens
 //!   ([`TokenSpec`], [`Right`]), and call any operation ([`Forum::call`]).
 //! - [`Session`]: the typed API of one token; [`Envelope`] builds a post, and the
 //!   results ([`PostResult`], [`ThreadView`], [`Page`] …) hold the domain's enums:
@@ -59,12 +60,8 @@ mod manifest;
 pub mod mcp;
 mod protocol;
 mod session;
-// Public only because the store's files still mark its internals `pub`, which
-// `unreachable_pub` would flag in a private module; hidden, since [`storage`] is
-// its public face. It becomes private once those items are `pub(crate)`.
-#[doc(hidden)]
-pub mod store;
-pub mod time;
+mod store;
+mod time;
 
 /// Where a forum is kept: the interface a storage backend implements, and the
 /// offline checks of a forum file.
@@ -105,6 +102,7 @@ pub use session::{
     Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
     Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
+pub use time::parse as parse_time;
 
 /// The version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

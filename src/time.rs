@@ -36,7 +36,7 @@ fn days_in_month(year: i64, month: u32) -> u32 {
 }
 
 /// Formats milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn format(ms: i64) -> String {
+pub(crate) fn format(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
     let (y, mo, d) = civil_from_days(days);
@@ -150,7 +150,7 @@ pub fn parse(text: &str) -> Option<i64> {
 }
 
 /// The system clock, in milliseconds since the epoch.
-pub fn system_now() -> i64 {
+pub(crate) fn system_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -117,14 +117,14 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
             .call(Some(alice), "get_messages", &json!({ "limit": 10 }))
             .unwrap();
         let last = &feed["items"][4];
-        let at = parley_forum::time::parse(last["created_at"].as_str().unwrap()).unwrap();
+        let at = parley_forum::parse_time(last["created_at"].as_str().unwrap()).unwrap();
         now.store(at + 1000, Ordering::SeqCst);
         assert_eq!(
             ids(&feed["items"]),
             ["msg_1", "msg_2", "msg_3", "msg_4", "msg_5"]
         );
     }
-    let report = parley_forum::store::check(&path).unwrap();
+    let report = parley_forum::storage::check(&path).unwrap();
     assert_eq!(report.schema_version, 5);
     assert_eq!((report.messages, report.threads), (5, 2));
     assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);

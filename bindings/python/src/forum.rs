@@ -82,7 +82,7 @@ impl PyForum {
             config.set_profiles(&names).map_err(|e| to_pyerr(py, e))?;
         }
         if let Some(clock) = clock {
-            let at = parley_forum::time::parse(&clock_text(py, &clock)?).ok_or_else(|| {
+            let at = parley_forum::parse_time(&clock_text(py, &clock)?).ok_or_else(|| {
                 to_pyerr(
                     py,
                     Error::InvalidArgument("clock must be an RFC 3339 time".into()),
