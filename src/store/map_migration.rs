@@ -36,7 +36,7 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
         .map(|v| v.value());
     if matches!(version, Some(3 | 4)) {
         // Version 5 keeps the tail's idempotency records out of the index.
-        super::key_tail::KeyTail::migrate(&txn)?;
+        super::tail::Tail::migrate(&txn)?;
         txn.open_table(META)?
             .insert("schema_version", SCHEMA_VERSION)?;
     }

@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::de::DeserializeOwned;
 
 use super::codec::{decode_json as decode, encode_json as encode};
-use super::key_tail::{Delta, KeyTail};
 use super::records::{
     Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
     TokenRec,
@@ -18,6 +18,7 @@ use super::redb_open::{
     open_file, unpanicked, Db, ALREADY_OPEN, REOPEN_WAIT,
 };
 use super::tables::*;
+use super::tail::{Delta, Tail};
 use super::{blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
 use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
@@ -47,10 +48,14 @@ pub struct RedbStore {
     /// Where the merged part of the word index ends, as of the last commit, once
     /// read (see `super::words`).
     words_merged: Mutex<Option<u64>>,
-    /// The idempotency records of the word index's tail, as of the last commit,
-    /// once read (see `super::key_tail`). Its lock, like the thread cache's, is
-    /// held across each commit.
-    key_tail: Mutex<Option<KeyTail>>,
+    /// The word index's tail as of the last commit, once read (see
+    /// `super::tail`). The writer holds its lock from its start to the end of its
+    /// commit.
+    tail: Mutex<Option<Tail>>,
+    /// Set when the file was reopened: the tail is read again by the next writer
+    /// (the one alive across a reopen keeps what it locked, which its
+    /// transaction began from).
+    tail_stale: AtomicBool,
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
@@ -152,7 +157,8 @@ impl RedbStore {
             path: None,
             last_ids: Mutex::new([None; 4]),
             words_merged: Mutex::new(None),
-            key_tail: Mutex::new(None),
+            tail: Mutex::new(None),
+            tail_stale: AtomicBool::new(false),
             threads: Mutex::new(HashMap::new()),
             durability,
             cursor_key,
@@ -193,7 +199,7 @@ impl RedbStore {
         // What the caches hold may be what a failed commit meant to write.
         *self.last_ids.lock().unwrap_or_else(|p| p.into_inner()) = [None; 4];
         *self.words_merged.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        *lock_tail(&self.key_tail) = None;
+        self.tail_stale.store(true, Ordering::SeqCst);
         lock_threads(&self.threads).clear();
         let db = Arc::new(db);
         *slot = Some(Arc::clone(&db));
@@ -269,17 +275,16 @@ impl Store for RedbStore {
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
         }
-        {
+        let mut tail = lock_tail(&self.tail);
+        if tail.is_none() || self.tail_stale.swap(false, Ordering::SeqCst) {
             // Read as committed, before this transaction writes anything.
-            let mut tail = lock_tail(&self.key_tail);
-            if tail.is_none() {
-                *tail = Some(KeyTail::load_committed(&txn)?);
-            }
+            *tail = Some(Tail::load(&txn)?);
         }
         Ok(Box::new(Writer {
             txn,
             store: self,
             db,
+            tail,
             ids: [None; 4],
             written: HashMap::new(),
             words_merged: None,
@@ -303,6 +308,8 @@ struct Writer<'s> {
     txn: redb::WriteTransaction,
     store: &'s RedbStore,
     db: Arc<Db>,
+    /// The store's tail, locked for this writer's life; always loaded.
+    tail: MutexGuard<'s, Option<Tail>>,
     /// The last id of each kind handed out in this transaction.
     ids: [Option<u64>; 4],
     /// Thread records stored in this transaction: the store's cache takes them
@@ -310,12 +317,18 @@ struct Writer<'s> {
     written: HashMap<u64, Arc<ThreadRec>>,
     /// The end of the merged word index as this transaction leaves it, once known.
     words_merged: Option<u64>,
-    /// This transaction's changes to the store's `key_tail`.
+    /// This transaction's changes to the tail's key records.
     keys: Delta,
 }
 
-/// The store's tail of idempotency records. It changes only whole, after a commit.
-fn lock_tail(tail: &Mutex<Option<KeyTail>>) -> MutexGuard<'_, Option<KeyTail>> {
+/// The tail a writer holds, which `Store::write` loaded.
+fn loaded(tail: &Option<Tail>) -> Result<&Tail> {
+    tail.as_ref()
+        .ok_or_else(|| Error::storage("the word index's tail is not loaded".into()))
+}
+
+/// The store's tail. It changes only whole, after a commit.
+fn lock_tail(tail: &Mutex<Option<Tail>>) -> MutexGuard<'_, Option<Tail>> {
     tail.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -360,10 +373,8 @@ impl Writer<'_> {
 
     /// The message `record` names in the tail as this transaction sees it.
     fn tail_key(&self, record: &[u8]) -> Option<u64> {
-        match lock_tail(&self.store.key_tail).as_ref() {
-            Some(tail) => self.keys.get(tail, record),
-            None => self.keys.get(&KeyTail::default(), record),
-        }
+        let tail = self.tail.as_ref()?;
+        self.keys.get(&tail.keys, record)
     }
 
     /// A thread as this transaction sees it: written here, else committed (from
@@ -393,9 +404,10 @@ impl Snapshot<'_> {
     }
 
     /// The message the tail says `record` names; the caller checks it against
-    /// this snapshot (see `super::key_tail`).
+    /// this snapshot. `None` while a writer holds the tail (see `super::tail`).
     fn tail_key(&self, record: &[u8]) -> Option<u64> {
-        lock_tail(&self.store.key_tail).as_ref()?.get(record)
+        let tail = self.store.tail.try_lock().ok()?;
+        tail.as_ref()?.keys.get(record)
     }
 }
 

@@ -446,3 +446,38 @@ fn an_expiry_pass_is_bounded_and_says_when_more_may_be_left() {
         }
     );
 }
+
+#[test]
+fn the_tail_s_records_are_read_again_after_a_reopen_and_a_snapshot_never_waits_for_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&tmp.path().join("forum.redb"), Durability::Durable).unwrap();
+    keyed_posts(&store);
+    // A snapshot finds a tail record, but not while a writer holds the tail.
+    assert!(store
+        .read()
+        .unwrap()
+        .remembered("a", "b")
+        .unwrap()
+        .is_some());
+    let w = store.write().unwrap();
+    assert!(store
+        .read()
+        .unwrap()
+        .remembered("a", "b")
+        .unwrap()
+        .is_none());
+    assert!(w.remembered("a", "b").unwrap().is_some());
+    drop(w);
+    // As after an I/O error: the next call reopens the file, and the next writer
+    // reads the tail's records again from their messages.
+    let db = store.database().unwrap();
+    store.failed(&db);
+    drop(db);
+    drop(store.read().unwrap());
+    assert!(store.tail_stale.load(Ordering::SeqCst));
+    let w = store.write().unwrap();
+    assert!(!store.tail_stale.load(Ordering::SeqCst));
+    for key in ["a", "b", "c"] {
+        assert!(w.remembered("a", key).unwrap().is_some(), "{key}");
+    }
+}

@@ -94,10 +94,7 @@ impl WriteTx for Writer<'_> {
         let now = crate::store::words::note(&self.txn, merged, message)?;
         if let Some(upto) = now {
             // The tail's idempotency records move into the index with its words.
-            let records = match lock_tail(&self.store.key_tail).as_ref() {
-                Some(tail) => self.keys.merge(tail, upto),
-                None => self.keys.merge(&KeyTail::default(), upto),
-            };
+            let records = self.keys.merge(&loaded(&self.tail)?.keys, upto);
             let mut index = self.table(INDEX)?;
             for (record, id) in records {
                 index.insert(record.as_slice(), id)?;
@@ -125,12 +122,10 @@ impl WriteTx for Writer<'_> {
 
     fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
         let merged = self.merged_mark()?;
-        let tail = lock_tail(&self.store.key_tail);
-        let empty = KeyTail::default();
-        let tail = tail.as_ref().unwrap_or(&empty);
+        let tail = loaded(&self.tail)?;
         let keys = &mut self.keys;
         crate::store::expiry::forget(&self.txn, before, max, merged, &mut |record, id| {
-            keys.forget(tail, record, id)
+            keys.forget(&tail.keys, record, id)
         })
     }
 
@@ -169,6 +164,7 @@ impl WriteTx for Writer<'_> {
             txn,
             store,
             db,
+            mut tail,
             ids,
             written,
             words_merged,
@@ -177,7 +173,6 @@ impl WriteTx for Writer<'_> {
         // The caches' locks are held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
         // failed commit leaves the caches as they were.
-        let mut tail = lock_tail(&store.key_tail);
         let mut cache = lock_threads(&store.threads);
         if let Err(e) = txn.commit() {
             drop(cache);
@@ -192,7 +187,7 @@ impl WriteTx for Writer<'_> {
         }
         drop(cache);
         if let Some(tail) = tail.as_mut() {
-            keys.apply(tail);
+            tail.apply(keys);
         }
         drop(tail);
         let mut known = store.last_ids.lock().unwrap_or_else(|p| p.into_inner());

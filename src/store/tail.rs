@@ -1,24 +1,27 @@
-//! The idempotency records of the word index's tail (schema version 5).
+//! The idempotency records of the word index's tail, which a redb store holds in
+//! memory (schema version 5).
 //!
-//! A keyed post's record, `KEY ‖ identity ‖ 0 ‖ key` → message in `INDEX`, lands at
-//! a random place of a large index: a post that wrote it rebuilt one more leaf and
-//! its branch pages, and committed them (60 k of a post's 430 k instructions under
-//! callgrind, `examples/post_profile.rs`). So a post no longer writes it. The
-//! records of the tail's posts (the messages after `words_merged_through`, see
-//! `super::words`) are held here, in memory, and the post whose transaction merges
-//! the tail into the word index writes them too, in key order, in that
-//! transaction. Each message record holds its key, so the map is rebuilt from at
-//! most one tail of messages when a store opens.
+//! A keyed post's record, `KEY ‖ identity ‖ 0 ‖ key` → message in `INDEX`, lands
+//! at a random place of a large index: a post that wrote it rebuilt one more leaf
+//! and its branch pages, and committed them (60 k of a post's 430 k instructions
+//! under callgrind, `examples/post_profile.rs`). So a post no longer writes it.
+//! The records of the tail's posts (the messages after `words_merged_through`,
+//! see `super::words`) are held here, and the post whose transaction merges the
+//! tail into the word index writes them too, in key order, in that transaction.
+//! Each message record holds its key, so the records are read again from at most
+//! one tail of messages when a store opens, or reopens after a failure.
 //!
-//! What holds, and what the code below keeps:
-//! - `INDEX` holds the records of merged posts; this map those of the tail's posts
-//!   whose keys the expiry has not passed (`keys_expired_through`).
-//! - A writer sees the map with its own changes ([`Delta`]); the store takes them
-//!   only when the transaction commits, under the same lock as the commit.
-//! - A snapshot may meet a map newer than itself: it trusts an entry only when its
-//!   own copy of the message holds that key, and otherwise reads `INDEX`. It may
-//!   then miss a key merged after it began; a snapshot's answer is only a hint
-//!   (the post's batch decides, `engine::post::replay_early`).
+//! What holds, and what the code keeps:
+//! - `INDEX` holds the records of merged posts; [`KeyTail`] those of the tail's
+//!   posts whose keys the expiry has not passed (`keys_expired_through`).
+//! - A writer holds the store's [`Tail`] locked for its whole life (there is one
+//!   writer at a time) and sees it with its own changes ([`Delta`]); the store
+//!   takes them only when the transaction commits.
+//! - A snapshot never waits for that lock. It may meet a tail newer than itself:
+//!   it trusts an entry only when its own copy of the message holds that key, and
+//!   otherwise reads `INDEX`. It may then miss a key (while a writer holds the
+//!   lock, or merged after it began); a snapshot's answer is only a hint (the
+//!   post's batch decides, `engine::post::replay_early`).
 
 use std::collections::HashMap;
 
@@ -30,52 +33,49 @@ use super::expiry::EXPIRED;
 use super::tables::{key, INDEX, MESSAGES, META};
 use crate::error::Result;
 
-/// Record key → the message its post made, for the tail's keyed posts.
+/// The tail's records as of the last commit.
 #[derive(Debug, Default)]
-pub(super) struct KeyTail(HashMap<Vec<u8>, u64>);
+pub(super) struct Tail {
+    pub(super) keys: KeyTail,
+}
 
-impl KeyTail {
-    /// The records of the keyed posts after message `after`, read from their
-    /// messages; a key used twice names the later post.
-    pub(super) fn load(
-        messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
-        after: u64,
-    ) -> Result<KeyTail> {
-        let mut map = HashMap::new();
-        blocks::scan(messages, after, |id, place| {
-            if !place.keyed {
-                return Ok(true);
-            }
-            if let Some(record) = messages.get((place.thread, id))? {
-                let message = codec::decode(record.value())?;
-                if let Some(k) = &message.key {
-                    map.insert(key::idempotency(&message.identity, &k.key), id);
-                }
-            }
-            Ok(true)
-        })?;
-        Ok(KeyTail(map))
-    }
-
-    /// The committed tail's records, as a write transaction that has written
-    /// nothing yet sees them: past the merged part and past the expiry's mark.
-    pub(super) fn load_committed(txn: &redb::WriteTransaction) -> Result<KeyTail> {
+impl Tail {
+    /// The committed tail, read by a write transaction that has written nothing
+    /// yet. A key used twice names the later post; the records of posts the
+    /// expiry has passed are left out.
+    pub(super) fn load(txn: &redb::WriteTransaction) -> Result<Tail> {
         let after = {
             let meta = txn.open_table(META)?;
             let merged = super::words::merged_through(&meta)?;
             let expired = meta.get(EXPIRED)?.map_or(0, |v| v.value());
             merged.max(expired)
         };
-        KeyTail::load(&txn.open_table(MESSAGES)?, after)
+        let messages = txn.open_table(MESSAGES)?;
+        let mut keys = HashMap::new();
+        blocks::scan(&messages, after, |id, place| {
+            if !place.keyed {
+                return Ok(true);
+            }
+            if let Some(record) = messages.get((place.thread, id))? {
+                let message = codec::decode(record.value())?;
+                if let Some(k) = &message.key {
+                    keys.insert(key::idempotency(&message.identity, &k.key), id);
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(Tail {
+            keys: KeyTail(keys),
+        })
     }
 
     /// Versions 3 and 4 wrote every keyed post's record to `INDEX`. Removes the
     /// tail's (the merge writes them again), so that `INDEX` holds exactly the
     /// merged posts' records, as version 5 keeps it.
     pub(super) fn migrate(txn: &redb::WriteTransaction) -> Result<()> {
-        let tail = KeyTail::load_committed(txn)?;
+        let tail = Tail::load(txn)?;
         let mut index = txn.open_table(INDEX)?;
-        for (record, id) in &tail.0 {
+        for (record, id) in &tail.keys.0 {
             if index.get(record.as_slice())?.map(|v| v.value()) == Some(*id) {
                 index.remove(record.as_slice())?;
             }
@@ -83,6 +83,17 @@ impl KeyTail {
         Ok(())
     }
 
+    /// Takes a committed transaction's changes.
+    pub(super) fn apply(&mut self, keys: Delta) {
+        keys.apply(&mut self.keys);
+    }
+}
+
+/// Record key → the message its post made, for the tail's keyed posts.
+#[derive(Debug, Default)]
+pub(super) struct KeyTail(HashMap<Vec<u8>, u64>);
+
+impl KeyTail {
     pub(super) fn get(&self, record: &[u8]) -> Option<u64> {
         self.0.get(record).copied()
     }
@@ -141,7 +152,7 @@ impl Delta {
     }
 
     /// Applies a committed transaction's changes.
-    pub(super) fn apply(self, tail: &mut KeyTail) {
+    fn apply(self, tail: &mut KeyTail) {
         for (record, message) in &self.removed {
             if tail.get(record) == Some(*message) {
                 tail.0.remove(record);
