@@ -82,6 +82,11 @@ fn a_version_3_file_opens_as_version_5_and_keeps_every_post_and_key() {
     assert_eq!(meta(&path, "schema_version"), Some(3));
     assert_eq!(tagged(&path, 1), 5, "version 3: one map entry per message");
     assert_eq!(tagged(&path, 6), 4, "version 3: the age index of four keys");
+    assert_eq!(
+        tagged(&path, 2),
+        2,
+        "version 3: the thread list in the index"
+    );
     // As the Python session sent it: with `parley`.
     let first_ask = json!({ "parley": "1", "kind": "ask",
                             "body": "Why does the cache port fail after upgrade?",
@@ -94,6 +99,11 @@ fn a_version_4_file_opens_as_version_5_and_keeps_every_post_and_key() {
     let (_dir, path, tokens) = fixture(4);
     assert_eq!(meta(&path, "schema_version"), Some(4));
     assert_eq!(tagged(&path, 7), 4, "version 4: every keyed post's record");
+    assert_eq!(
+        tagged(&path, 2),
+        2,
+        "version 4: the thread list in the index"
+    );
     let first_ask = json!({ "kind": "ask",
                             "body": "Why does the cache port fail after upgrade?",
                             "idempotency_key": "q1" });
@@ -130,6 +140,7 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
     assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
     assert_eq!(tagged(&path, 1), 0, "the old map entries are gone");
     assert_eq!(tagged(&path, 6), 0, "the old age index is gone");
+    assert_eq!(tagged(&path, 2), 0, "the thread list moved into its blocks");
     assert_eq!(
         tagged(&path, 7),
         0,
@@ -142,7 +153,14 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
     );
 
     let forum = open(&path, &now);
-    // Reads by id and by thread, and search, find the old messages.
+    // The thread list, in the order of their latest messages; reads by id and
+    // by thread, and search, find the old messages.
+    let list = forum.call(Some(bob), "list_threads", &json!({})).unwrap();
+    assert_eq!(ids(&list["items"]), ["th_2", "th_1"]);
+    let asked = forum
+        .call(Some(bob), "list_threads", &json!({ "state": "open" }))
+        .unwrap();
+    assert_eq!(ids(&asked["items"]), ["th_2"]);
     let thread = forum
         .call(Some(bob), "get_thread", &json!({ "thread": "th_1" }))
         .unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::tables::*;
-use super::{blocks, codec, redb_open, redb_store};
+use super::{activity, blocks, codec, redb_open, redb_store};
 use crate::error::{Error, Result};
 
 /// What [`check`] found in a forum file.
@@ -114,6 +114,15 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
                     .unreadable
                     .push(format!("message {message} of thread {thread}: {e}"));
             }
+        }
+    }
+    for entry in txn.open_table(ACTIVITY)?.iter()? {
+        let (key, value) = entry?;
+        if let Err(e) = activity::check(value.value()) {
+            let (state, block) = key.value();
+            report.unreadable.push(format!(
+                "block {block} of the thread list of state {state}: {e}"
+            ));
         }
     }
     Ok(report)

@@ -4,6 +4,7 @@
 //! position, and apply the writes of one post inside one transaction. A backend
 //! commits a [`WriteTx`] whole or not at all.
 
+mod activity;
 mod blocks;
 mod check;
 mod codec;

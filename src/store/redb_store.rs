@@ -19,7 +19,7 @@ use super::redb_open::{
 };
 use super::tables::*;
 use super::tail::{Delta, Tail};
-use super::{blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
+use super::{activity, blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
 use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -148,10 +148,12 @@ impl RedbStore {
         txn.open_table(EVENTS)?;
         txn.open_table(INDEX)?;
         txn.open_table(WORD_BLOCKS)?;
+        txn.open_table(ACTIVITY)?;
         txn.commit()?;
         // The message map first: the word index's migration reads it.
         super::map_migration::migrate(&db, progress)?;
         migrate_words(&db, progress)?;
+        activity::migrate(&db, progress)?;
         Ok(RedbStore {
             db: RwLock::new(Some(Arc::new(db))),
             path: None,

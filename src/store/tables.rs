@@ -40,6 +40,8 @@ pub(super) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("eve
 /// instead of five: each table a transaction touches costs a commit several µs, and
 /// a post touches this one for all its index entries.
 pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("index");
+/// (state code, position / 64) → a block of the thread list (see `super::activity`).
+pub(super) const ACTIVITY: TableDefinition<(u8, u64), &[u8]> = TableDefinition::new("activity");
 /// (word, first message) → a block of (message, thread) pairs: the word index of
 /// SPEC §14.4 (see `super::words`). A word's blocks are one range, in message order.
 pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
@@ -50,7 +52,8 @@ pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
 pub(crate) mod key {
     /// `MESSAGE ‖ message` → thread, up to version 3 (read by its migration).
     const MESSAGE: u8 = 1;
-    /// `ACTIVITY ‖ state code ‖ latest message` → thread: the thread list, per state.
+    /// `ACTIVITY ‖ state code ‖ latest message` → thread: the thread list, per
+    /// state, up to version 4 (read by its migration, `super::activity`).
     const ACTIVITY: u8 = 2;
     /// `TURN ‖ awaited identity or "*" ‖ 0 ‖ turn-setting message` → thread: the inbox.
     const TURN: u8 = 3;
@@ -87,8 +90,17 @@ pub(crate) mod key {
         (message(0), message(u64::MAX))
     }
 
-    pub(in crate::store) fn activity(state: u8, pos: u64) -> Vec<u8> {
-        with_u64(vec![ACTIVITY, state], pos)
+    /// The whole thread list of version 4: `[first, end)`.
+    pub(in crate::store) fn all_activity() -> (Vec<u8>, Vec<u8>) {
+        (vec![ACTIVITY], vec![ACTIVITY + 1])
+    }
+
+    /// The state and position of a version-4 thread-list key.
+    pub(in crate::store) fn split_activity(k: &[u8]) -> Option<(u8, u64)> {
+        match k {
+            [ACTIVITY, state, pos @ ..] => Some((*state, u64::from_be_bytes(pos.try_into().ok()?))),
+            _ => None,
+        }
     }
 
     pub(in crate::store) fn turn(identity: &str, pos: u64) -> Vec<u8> {

@@ -2,17 +2,6 @@
 
 use super::*;
 
-/// The next `(position, thread)` of an index range.
-fn next_entry(range: &mut redb::Range<'_, &'static [u8], u64>) -> Result<Option<(u64, u64)>> {
-    match range.next() {
-        Some(entry) => {
-            let (k, v) = entry?;
-            Ok(Some((key::tail(k.value()), v.value())))
-        }
-        None => Ok(None),
-    }
-}
-
 /// One implementation of the reads for snapshots and writers alike.
 macro_rules! impl_read {
     ($ty:ty) => {
@@ -128,33 +117,29 @@ macro_rules! impl_read {
             ) -> Result<()> {
                 // Each thread sits once, under its state. The whole list is the
                 // merge of the per-state lists, each already in position order.
-                let table = self.table(INDEX)?;
+                let table = self.table(ACTIVITY)?;
                 let states: Vec<State> = match state {
                     Some(s) => vec![s],
                     None => State::FORWARD.into_iter().chain(State::SIDE).collect(),
                 };
-                let mut ranges = Vec::with_capacity(states.len());
+                let mut lists = Vec::with_capacity(states.len());
                 for s in states {
-                    let (lo, hi) = (
-                        key::activity(s.code(), after.saturating_add(1)),
-                        key::activity(s.code(), u64::MAX),
-                    );
-                    let mut range = table.range(lo.as_slice()..=hi.as_slice())?;
-                    let head = next_entry(&mut range)?;
-                    ranges.push((range, head));
+                    let mut cursor = activity::Cursor::new(&table, s.code(), after)?;
+                    let head = cursor.next()?;
+                    lists.push((cursor, head));
                 }
                 loop {
-                    let Some(i) = (0..ranges.len())
-                        .filter(|i| ranges[*i].1.is_some())
-                        .min_by_key(|i| ranges[*i].1.map(|(pos, _)| pos))
+                    let Some(i) = (0..lists.len())
+                        .filter(|i| lists[*i].1.is_some())
+                        .min_by_key(|i| lists[*i].1.map(|(pos, _)| pos))
                     else {
                         break;
                     };
-                    let (pos, thread) = ranges[i].1.take().expect("chosen for its head");
+                    let (pos, thread) = lists[i].1.take().expect("chosen for its head");
                     if visit(pos, thread)? == Flow::Stop {
                         break;
                     }
-                    ranges[i].1 = next_entry(&mut ranges[i].0)?;
+                    lists[i].1 = lists[i].0.next()?;
                 }
                 Ok(())
             }

@@ -44,24 +44,23 @@ impl WriteTx for Writer<'_> {
         let turn = |a: &Option<Awaiting>| a.as_ref().map(|a| key::turn(&a.identity, a.message));
         let old_turn = before.and_then(|b| turn(&b.awaiting));
         let new_turn = turn(&after.awaiting);
-        // Each table is opened once: an open costs about as much as an insert.
-        {
+        // Each table is opened once, and only when written: an open costs about as
+        // much as an insert.
+        if old_turn != new_turn {
             let mut index = self.table(INDEX)?;
-            if old_turn != new_turn {
-                if let Some(k) = &old_turn {
-                    index.remove(k.as_slice())?;
-                }
-                if let Some(k) = &new_turn {
-                    index.insert(k.as_slice(), thread.id)?;
-                }
+            if let Some(k) = &old_turn {
+                index.remove(k.as_slice())?;
             }
+            if let Some(k) = &new_turn {
+                index.insert(k.as_slice(), thread.id)?;
+            }
+        }
+        {
+            let mut list = self.table(ACTIVITY)?;
             if let Some(b) = before {
-                index.remove(key::activity(b.state.code(), b.last_message).as_slice())?;
+                activity::remove(&mut list, b.state.code(), b.last_message)?;
             }
-            index.insert(
-                key::activity(after.state.code(), after.last_message).as_slice(),
-                thread.id,
-            )?;
+            activity::put(&mut list, after.state.code(), after.last_message, thread.id)?;
         }
         let mut messages = self.table(MESSAGES)?;
         blocks::put(

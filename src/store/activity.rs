@@ -1,0 +1,244 @@
+//! The thread list of `get_threads` (schema version 5): per state, each thread at
+//! the position of its latest message, kept in blocks.
+//!
+//! A block is one value of [`ACTIVITY`] at `(state code, position / PER_BLOCK)`:
+//! the entries of its range of positions, in order, each a slot (the position's
+//! offset in the block, one byte) and a thread id (8 bytes, little-endian). A
+//! block that loses its last entry is removed.
+//!
+//! Every post moves its thread to the end of the list. As one entry per thread in
+//! `INDEX` (about 20 bytes), that rewrote a leaf of about two hundred entries,
+//! which redb rebuilds entry by entry: 55 k of a post's 386 k instructions under
+//! callgrind (`examples/post_profile.rs`). A leaf holds a few blocks, so a move
+//! rewrites one or two small values in a leaf of a few.
+
+use redb::{ReadableDatabase, ReadableTable};
+
+use super::redb_open::Db;
+use super::tables::{key, ACTIVITY, INDEX};
+use crate::config::Progress;
+use crate::error::{Error, Result};
+
+/// Positions a block covers.
+const PER_BLOCK: u64 = 64;
+/// Bytes of one entry: the slot and the thread.
+const ENTRY: usize = 9;
+
+fn damaged() -> Error {
+    Error::storage("a block of the thread list is unreadable".into())
+}
+
+/// The `(slot, thread)` entries of a block, refusing a damaged one.
+fn entries(block: &[u8]) -> Result<Vec<(u8, u64)>> {
+    if !block.len().is_multiple_of(ENTRY) || block.len() > PER_BLOCK as usize * ENTRY {
+        return Err(damaged());
+    }
+    let mut out = Vec::with_capacity(block.len() / ENTRY);
+    for entry in block.chunks_exact(ENTRY) {
+        let slot = entry[0];
+        let thread = u64::from_le_bytes(entry[1..].try_into().map_err(|_| damaged())?);
+        if u64::from(slot) >= PER_BLOCK || out.last().is_some_and(|&(s, _)| s >= slot) {
+            return Err(damaged());
+        }
+        out.push((slot, thread));
+    }
+    Ok(out)
+}
+
+fn encode(entries: &[(u8, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * ENTRY);
+    for &(slot, thread) in entries {
+        out.push(slot);
+        out.extend_from_slice(&thread.to_le_bytes());
+    }
+    out
+}
+
+/// Refuses a damaged block (the offline check).
+pub(super) fn check(block: &[u8]) -> Result<()> {
+    entries(block).map(|_| ())
+}
+
+fn place(pos: u64) -> (u64, u8) {
+    (pos / PER_BLOCK, (pos % PER_BLOCK) as u8)
+}
+
+/// Puts `thread` at `pos` in the list of `state`.
+pub(super) fn put(
+    table: &mut redb::Table<'_, (u8, u64), &'static [u8]>,
+    state: u8,
+    pos: u64,
+    thread: u64,
+) -> Result<()> {
+    let (block, slot) = place(pos);
+    let mut held = match table.get((state, block))? {
+        Some(v) => entries(v.value())?,
+        None => Vec::new(),
+    };
+    match held.binary_search_by_key(&slot, |&(s, _)| s) {
+        Ok(i) => held[i].1 = thread,
+        Err(i) => held.insert(i, (slot, thread)),
+    }
+    table.insert((state, block), encode(&held).as_slice())?;
+    Ok(())
+}
+
+/// Takes whatever thread sits at `pos` out of the list of `state`.
+pub(super) fn remove(
+    table: &mut redb::Table<'_, (u8, u64), &'static [u8]>,
+    state: u8,
+    pos: u64,
+) -> Result<()> {
+    let (block, slot) = place(pos);
+    let mut held = match table.get((state, block))? {
+        Some(v) => entries(v.value())?,
+        None => return Ok(()),
+    };
+    let Ok(i) = held.binary_search_by_key(&slot, |&(s, _)| s) else {
+        return Ok(());
+    };
+    held.remove(i);
+    if held.is_empty() {
+        table.remove((state, block))?;
+    } else {
+        table.insert((state, block), encode(&held).as_slice())?;
+    }
+    Ok(())
+}
+
+/// The list of one state after a position, in position order.
+pub(super) struct Cursor<'t> {
+    range: redb::Range<'t, (u8, u64), &'static [u8]>,
+    after: u64,
+    /// The `(position, thread)` entries of the block being read, and the next one.
+    block: Vec<(u64, u64)>,
+    at: usize,
+}
+
+impl<'t> Cursor<'t> {
+    pub(super) fn new(
+        table: &'t impl ReadableTable<(u8, u64), &'static [u8]>,
+        state: u8,
+        after: u64,
+    ) -> Result<Cursor<'t>> {
+        let first = after.saturating_add(1) / PER_BLOCK;
+        Ok(Cursor {
+            range: table.range((state, first)..=(state, u64::MAX))?,
+            after,
+            block: Vec::new(),
+            at: 0,
+        })
+    }
+
+    /// The next `(position, thread)`, if any.
+    pub(super) fn next(&mut self) -> Result<Option<(u64, u64)>> {
+        loop {
+            if let Some(&entry) = self.block.get(self.at) {
+                self.at += 1;
+                if entry.0 > self.after {
+                    return Ok(Some(entry));
+                }
+                continue;
+            }
+            let Some(item) = self.range.next() else {
+                return Ok(None);
+            };
+            let (k, v) = item?;
+            let base = k.value().1.checked_mul(PER_BLOCK).ok_or_else(damaged)?;
+            self.block = entries(v.value())?
+                .into_iter()
+                .map(|(slot, thread)| (base + u64::from(slot), thread))
+                .collect();
+            self.at = 0;
+        }
+    }
+}
+
+/// `INDEX` entries one migration step moves.
+const PER_STEP: usize = 20_000;
+
+/// Moves the thread list of a file written before version 5 (one `INDEX` entry
+/// per thread, `ACTIVITY ‖ state ‖ position` → thread) into blocks, in steps of
+/// [`PER_STEP`] entries, each its own transaction that writes the blocks and
+/// deletes the entries it moved: a crash resumes where the last step ended.
+pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
+    let (lo, hi) = key::all_activity();
+    let total = {
+        let txn = db.begin_read()?;
+        let index = txn.open_table(INDEX)?;
+        let n = index.range(lo.as_slice()..hi.as_slice())?.count() as u64;
+        n
+    };
+    let mut done = 0u64;
+    while done < total {
+        let txn = db.begin_write()?;
+        let moved = txn
+            .open_table(INDEX)?
+            .range(lo.as_slice()..hi.as_slice())?
+            .take(PER_STEP)
+            .map(|e| e.map(|(k, v)| (k.value().to_vec(), v.value())))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if moved.is_empty() {
+            break;
+        }
+        {
+            let mut list = txn.open_table(ACTIVITY)?;
+            let mut index = txn.open_table(INDEX)?;
+            for (k, thread) in &moved {
+                let (state, pos) = key::split_activity(k).ok_or_else(damaged)?;
+                put(&mut list, state, pos, *thread)?;
+                index.remove(k.as_slice())?;
+            }
+        }
+        txn.commit()?;
+        done += moved.len() as u64;
+        if let Some(report) = progress {
+            report("moving the thread list", done.min(total), total);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_round_trip_and_damage_is_refused() {
+        let held = [(0u8, 7u64), (5, 1 << 40), (63, 2)];
+        assert_eq!(entries(&encode(&held)).unwrap(), held.to_vec());
+        assert!(entries(&[0u8; 8]).is_err(), "a cut entry");
+        assert!(entries(&encode(&[(64, 1)])).is_err(), "a slot out of range");
+        assert!(
+            entries(&encode(&[(3, 1), (3, 2)])).is_err(),
+            "slots out of order"
+        );
+        assert!(entries(&vec![0u8; (PER_BLOCK as usize + 1) * ENTRY]).is_err());
+    }
+
+    #[test]
+    fn moves_and_scans_give_the_list_in_position_order() {
+        let db = redb::Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(ACTIVITY).unwrap();
+            for (pos, thread) in [(5, 1), (70, 2), (64, 3), (200, 4), (6, 5)] {
+                put(&mut t, 1, pos, thread).unwrap();
+            }
+            put(&mut t, 2, 65, 9).unwrap();
+            remove(&mut t, 1, 6).unwrap();
+            remove(&mut t, 1, 200).unwrap();
+            remove(&mut t, 1, 999).unwrap();
+            assert!(t.get((1, 3)).unwrap().is_none(), "an emptied block is gone");
+            let mut all = Vec::new();
+            let mut c = Cursor::new(&t, 1, 5).unwrap();
+            while let Some(e) = c.next().unwrap() {
+                all.push(e);
+            }
+            assert_eq!(all, [(64, 3), (70, 2)], "after position 5, state 1 only");
+        }
+        txn.commit().unwrap();
+    }
+}
