@@ -55,6 +55,18 @@ fn tagged(path: &Path, tag: u8) -> usize {
     n
 }
 
+/// Entries of the messages table under thread 0, where version 4 kept the
+/// message map.
+fn map_in_messages(path: &Path) -> usize {
+    let messages: redb::TableDefinition<(u64, u64), &[u8]> = redb::TableDefinition::new("messages");
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(messages).unwrap();
+    let n = table.range((0, 0)..=(0, u64::MAX)).unwrap().count();
+    drop(table);
+    n
+}
+
 fn meta(path: &Path, key: &str) -> Option<u64> {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_read().unwrap();
@@ -100,6 +112,11 @@ fn a_version_4_file_opens_as_version_5_and_keeps_every_post_and_key() {
     assert_eq!(meta(&path, "schema_version"), Some(4));
     assert_eq!(tagged(&path, 7), 4, "version 4: every keyed post's record");
     assert_eq!(
+        map_in_messages(&path),
+        1,
+        "version 4: the map in the messages"
+    );
+    assert_eq!(
         tagged(&path, 2),
         2,
         "version 4: the thread list in the index"
@@ -141,6 +158,7 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
     assert_eq!(tagged(&path, 1), 0, "the old map entries are gone");
     assert_eq!(tagged(&path, 6), 0, "the old age index is gone");
     assert_eq!(tagged(&path, 2), 0, "the thread list moved into its blocks");
+    assert_eq!(map_in_messages(&path), 0, "the map moved to its own table");
     assert_eq!(
         tagged(&path, 7),
         0,

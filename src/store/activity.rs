@@ -1,7 +1,7 @@
 //! The thread list of `get_threads` (schema version 5): per state, each thread at
 //! the position of its latest message, kept in blocks.
 //!
-//! A block is one value of [`ACTIVITY`] at `(state code, position / PER_BLOCK)`:
+//! A block is one value of [`PLACES`] at `(state code, position / PER_BLOCK)`:
 //! the entries of its range of positions, in order, each a slot (the position's
 //! offset in the block, one byte) and a thread id (8 bytes, little-endian). A
 //! block that loses its last entry is removed.
@@ -15,7 +15,7 @@
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::redb_open::Db;
-use super::tables::{key, ACTIVITY, INDEX};
+use super::tables::{key, INDEX, PLACES};
 use crate::config::Progress;
 use crate::error::{Error, Result};
 
@@ -166,8 +166,7 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
     let total = {
         let txn = db.begin_read()?;
         let index = txn.open_table(INDEX)?;
-        let n = index.range(lo.as_slice()..hi.as_slice())?.count() as u64;
-        n
+        index.range(lo.as_slice()..hi.as_slice())?.count() as u64
     };
     let mut done = 0u64;
     while done < total {
@@ -182,7 +181,7 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
             break;
         }
         {
-            let mut list = txn.open_table(ACTIVITY)?;
+            let mut list = txn.open_table(PLACES)?;
             let mut index = txn.open_table(INDEX)?;
             for (k, thread) in &moved {
                 let (state, pos) = key::split_activity(k).ok_or_else(damaged)?;
@@ -223,7 +222,7 @@ mod tests {
             .unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut t = txn.open_table(ACTIVITY).unwrap();
+            let mut t = txn.open_table(PLACES).unwrap();
             for (pos, thread) in [(5, 1), (70, 2), (64, 3), (200, 4), (6, 5)] {
                 put(&mut t, 1, pos, thread).unwrap();
             }

@@ -94,13 +94,7 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
     for entry in txn.open_table(MESSAGES)?.iter()? {
         let (key, value) = entry?;
         let (thread, message) = key.value();
-        if thread == blocks::BLOCKS {
-            if let Err(e) = blocks::check(value.value()) {
-                report
-                    .unreadable
-                    .push(format!("block {message} of the message map: {e}"));
-            }
-        } else if message == THREAD_RECORD {
+        if message == THREAD_RECORD {
             report.threads += 1;
             if let Err(e) = codec::decode_thread(value.value()) {
                 report
@@ -116,13 +110,18 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
             }
         }
     }
-    for entry in txn.open_table(ACTIVITY)?.iter()? {
+    for entry in txn.open_table(PLACES)?.iter()? {
         let (key, value) = entry?;
-        if let Err(e) = activity::check(value.value()) {
-            let (state, block) = key.value();
-            report.unreadable.push(format!(
-                "block {block} of the thread list of state {state}: {e}"
-            ));
+        let (slot, block) = key.value();
+        let checked = if slot == blocks::MAP {
+            blocks::check(value.value())
+                .map_err(|e| format!("block {block} of the message map: {e}"))
+        } else {
+            activity::check(value.value())
+                .map_err(|e| format!("block {block} of the thread list of state {slot}: {e}"))
+        };
+        if let Err(e) = checked {
+            report.unreadable.push(e);
         }
     }
     Ok(report)

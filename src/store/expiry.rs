@@ -11,7 +11,7 @@ use redb::ReadableTable;
 
 use super::blocks;
 use super::codec;
-use super::tables::{key, INDEX, MESSAGES, META};
+use super::tables::{key, INDEX, MESSAGES, META, PLACES};
 use super::Forgot;
 use crate::error::Result;
 
@@ -36,8 +36,9 @@ pub(super) fn forget(
     let (mut through, mut visited, mut more) = (from, 0usize, false);
     let mut expired: Vec<(u64, Vec<u8>)> = Vec::new();
     {
+        let places = txn.open_table(PLACES)?;
         let messages = txn.open_table(MESSAGES)?;
-        blocks::scan(&messages, from, |id, place| {
+        blocks::scan(&places, from, |id, place| {
             if visited == budget || expired.len() == max {
                 more = true;
                 return Ok(false);

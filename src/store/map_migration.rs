@@ -83,12 +83,12 @@ fn step_map(db: &Db, progress: Option<&Progress>) -> Result<bool> {
         }
     }
     {
-        let mut messages = txn.open_table(MESSAGES)?;
+        let mut places = txn.open_table(PLACES)?;
         for (k, thread) in &moved {
             if k.len() != 9 {
                 return Err(damaged("message index"));
             }
-            blocks::put(&mut messages, key::tail(k), *thread, false)?;
+            blocks::put(&mut places, key::tail(k), *thread, false)?;
         }
     }
     let done = {
@@ -129,10 +129,11 @@ fn step_keys(db: &Db, progress: Option<&Progress>) -> Result<bool> {
         let id = txn.open_table(INDEX)?.get(record)?.map(|v| v.value());
         // A record the key no longer names was replaced; it has nothing to carry.
         let Some(id) = id else { continue };
-        let mut messages = txn.open_table(MESSAGES)?;
-        let Some(place) = blocks::place(&messages, id)? else {
+        let mut places = txn.open_table(PLACES)?;
+        let Some(place) = blocks::place(&places, id)? else {
             continue;
         };
+        let mut messages = txn.open_table(MESSAGES)?;
         let found = messages
             .get((place.thread, id))?
             .map(|r| r.value().to_vec());
@@ -144,7 +145,7 @@ fn step_keys(db: &Db, progress: Option<&Progress>) -> Result<bool> {
                 digest: *digest,
             });
             messages.insert((place.thread, id), codec::encode(&message).as_slice())?;
-            blocks::set_keyed(&mut messages, id)?;
+            blocks::set_keyed(&mut places, id)?;
         }
         oldest = oldest.min(id);
     }

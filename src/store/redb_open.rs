@@ -176,7 +176,7 @@ pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> 
             }
             let from = super::words::merged_through(&meta)?;
             drop(meta);
-            total = super::blocks::last(&txn.open_table(MESSAGES)?)?;
+            total = super::blocks::last(&txn.open_table(PLACES)?)?;
             done = total.min(from.saturating_add(WORDS_PER_STEP));
             super::words::merge(&txn, from, done)?;
             finished = done >= total;

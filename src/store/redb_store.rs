@@ -148,9 +148,10 @@ impl RedbStore {
         txn.open_table(EVENTS)?;
         txn.open_table(INDEX)?;
         txn.open_table(WORD_BLOCKS)?;
-        txn.open_table(ACTIVITY)?;
+        txn.open_table(PLACES)?;
         txn.commit()?;
         // The message map first: the word index's migration reads it.
+        blocks::migrate(&db, progress)?;
         super::map_migration::migrate(&db, progress)?;
         migrate_words(&db, progress)?;
         activity::migrate(&db, progress)?;

@@ -28,7 +28,8 @@ pub(super) const THREADS_V1: TableDefinition<u64, &[u8]> = TableDefinition::new(
 /// them, at (thread, [`THREAD_RECORD`]), the thread's own record: a post's message
 /// and its thread's new record land in one leaf of one table, and a commit updates
 /// one table root fewer.
-/// Thread 0, which no thread has, holds the message → thread map (`super::blocks`).
+/// Up to version 4, thread 0, which no thread has, held the message → thread map
+/// (moved to [`PLACES`] on open, `super::blocks::migrate`).
 pub(super) const MESSAGES: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("messages");
 /// The message-id slot of a thread's record in [`MESSAGES`].
 pub(super) const THREAD_RECORD: u64 = u64::MAX;
@@ -40,8 +41,13 @@ pub(super) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("eve
 /// instead of five: each table a transaction touches costs a commit several µs, and
 /// a post touches this one for all its index entries.
 pub(super) const INDEX: TableDefinition<&[u8], u64> = TableDefinition::new("index");
-/// (state code, position / 64) → a block of the thread list (see `super::activity`).
-pub(super) const ACTIVITY: TableDefinition<(u8, u64), &[u8]> = TableDefinition::new("activity");
+/// Where things are, in blocks, from version 5: (state code, position / 64) → a
+/// block of the thread list (`super::activity`), and ([`super::blocks::MAP`], id /
+/// 64) → a block of the message map (`super::blocks`). The table is small and a
+/// post writes it at two ends (the newest block of each), beside the leaf of its
+/// message; the map's blocks were in [`MESSAGES`] before, whose branch pages a
+/// post then rewrote on one more path.
+pub(super) const PLACES: TableDefinition<(u8, u64), &[u8]> = TableDefinition::new("places");
 /// (word, first message) → a block of (message, thread) pairs: the word index of
 /// SPEC §14.4 (see `super::words`). A word's blocks are one range, in message order.
 pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =

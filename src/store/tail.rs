@@ -30,7 +30,7 @@ use redb::ReadableTable;
 use super::blocks;
 use super::codec;
 use super::expiry::EXPIRED;
-use super::tables::{key, INDEX, MESSAGES, META};
+use super::tables::{key, INDEX, MESSAGES, META, PLACES};
 use crate::error::Result;
 
 /// The tail's records as of the last commit.
@@ -50,9 +50,10 @@ impl Tail {
             let expired = meta.get(EXPIRED)?.map_or(0, |v| v.value());
             merged.max(expired)
         };
+        let places = txn.open_table(PLACES)?;
         let messages = txn.open_table(MESSAGES)?;
         let mut keys = HashMap::new();
-        blocks::scan(&messages, after, |id, place| {
+        blocks::scan(&places, after, |id, place| {
             if !place.keyed {
                 return Ok(true);
             }

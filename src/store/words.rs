@@ -19,7 +19,7 @@ use redb::ReadableTable;
 
 use super::blocks;
 use super::codec;
-use super::tables::{MESSAGES, META, WORD_BLOCKS};
+use super::tables::{MESSAGES, META, PLACES, WORD_BLOCKS};
 use crate::error::{Error, Result};
 use crate::protocol::words;
 
@@ -87,6 +87,7 @@ pub(super) fn merged_through(meta: &impl ReadableTable<&'static str, u64>) -> Re
 /// Visits the tail's messages `(message, thread, body)` with ids in `(after, upto]`,
 /// in id order; each body is read in place.
 fn tail(
+    places: &impl ReadableTable<(u8, u64), &'static [u8]>,
     messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
     after: u64,
     upto: u64,
@@ -95,7 +96,7 @@ fn tail(
     if upto <= after {
         return Ok(());
     }
-    blocks::scan(messages, after, |id, place| {
+    blocks::scan(places, after, |id, place| {
         if id > upto {
             return Ok(false);
         }
@@ -123,9 +124,10 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
     // without sorting every body's words.
     let mut by_word: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
     {
+        let places = txn.open_table(PLACES)?;
         let messages = txn.open_table(MESSAGES)?;
         let mut lower = String::new();
-        tail(&messages, after, upto, |id, thread, body| {
+        tail(&places, &messages, after, upto, |id, thread, body| {
             words::for_each_word(body, &mut lower, |w| match by_word.get_mut(w) {
                 Some(pairs) => {
                     if pairs.last().map(|p| p.0) != Some(id) {
@@ -182,8 +184,9 @@ struct Postings<'w> {
 }
 
 /// The tables a search reads.
-pub(super) struct Tables<'t, B, M> {
+pub(super) struct Tables<'t, B, P, M> {
     pub(super) blocks: &'t B,
+    pub(super) places: &'t P,
     pub(super) messages: &'t M,
     /// The end of the merged part, and the last message.
     pub(super) merged: u64,
@@ -192,14 +195,15 @@ pub(super) struct Tables<'t, B, M> {
 
 /// Messages holding every one of `words` (distinct), newest first, below
 /// `before`: `visit` gets `(message, thread)` and says whether to go on.
-pub(super) fn search<B, M>(
-    t: &Tables<'_, B, M>,
+pub(super) fn search<B, P, M>(
+    t: &Tables<'_, B, P, M>,
     query: &[String],
     before: u64,
     visit: &mut dyn FnMut(u64, u64) -> Result<bool>,
 ) -> Result<()>
 where
     B: ReadableTable<(&'static str, u64), &'static [u8]>,
+    P: ReadableTable<(u8, u64), &'static [u8]>,
     M: ReadableTable<(u64, u64), &'static [u8]>,
 {
     if query.is_empty() || before == 0 {
@@ -212,20 +216,26 @@ where
             tail: Vec::new(),
         })
         .collect();
-    tail(t.messages, t.merged, t.last, |id, thread, body| {
-        // Most tail messages miss some word: a substring test rules them out
-        // before the body is split.
-        let lower = body.to_lowercase();
-        if !lists.iter().any(|l| lower.contains(l.word)) {
-            return;
-        }
-        let held = words::distinct(body);
-        for list in &mut lists {
-            if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
-                list.tail.push((id, thread));
+    tail(
+        t.places,
+        t.messages,
+        t.merged,
+        t.last,
+        |id, thread, body| {
+            // Most tail messages miss some word: a substring test rules them out
+            // before the body is split.
+            let lower = body.to_lowercase();
+            if !lists.iter().any(|l| lower.contains(l.word)) {
+                return;
             }
-        }
-    })?;
+            let held = words::distinct(body);
+            for list in &mut lists {
+                if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
+                    list.tail.push((id, thread));
+                }
+            }
+        },
+    )?;
     let newest = |list: &Postings<'_>, upto: u64| -> Result<Option<(u64, u64)>> {
         let from_tail = match list.tail.partition_point(|&(m, _)| m <= upto) {
             0 => None,

@@ -10,7 +10,7 @@ macro_rules! impl_read {
                 let last = match kind {
                     // Each thread's record is the last key of its range.
                     IdKind::Thread => self.table(MESSAGES)?.last()?.map(|(k, _)| k.value().0),
-                    IdKind::Message => Some(blocks::last(&self.table(MESSAGES)?)?),
+                    IdKind::Message => Some(blocks::last(&self.table(PLACES)?)?),
                     IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
                     IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
                 };
@@ -46,10 +46,10 @@ macro_rules! impl_read {
             }
 
             fn message(&self, id: u64) -> Result<Option<MessageRec>> {
-                let table = self.table(MESSAGES)?;
-                let Some(place) = blocks::place(&table, id)? else {
+                let Some(place) = blocks::place(&self.table(PLACES)?, id)? else {
                     return Ok(None);
                 };
+                let table = self.table(MESSAGES)?;
                 let found = match table.get((place.thread, id))? {
                     Some(guard) => Some(codec::decode(guard.value())?),
                     None => None,
@@ -58,9 +58,6 @@ macro_rules! impl_read {
             }
 
             fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>> {
-                if thread == blocks::BLOCKS {
-                    return Ok(Vec::new());
-                }
                 let table = self.table(MESSAGES)?;
                 // Sized once: grown by doubling, a long thread's list is copied and
                 // freed several times over, and glibc sweeps its small free chunks
@@ -117,7 +114,7 @@ macro_rules! impl_read {
             ) -> Result<()> {
                 // Each thread sits once, under its state. The whole list is the
                 // merge of the per-state lists, each already in position order.
-                let table = self.table(ACTIVITY)?;
+                let table = self.table(PLACES)?;
                 let states: Vec<State> = match state {
                     Some(s) => vec![s],
                     None => State::FORWARD.into_iter().chain(State::SIDE).collect(),
@@ -147,6 +144,7 @@ macro_rules! impl_read {
             fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
                 let tables = crate::store::words::Tables {
                     blocks: &self.table(WORD_BLOCKS)?,
+                    places: &self.table(PLACES)?,
                     messages: &self.table(MESSAGES)?,
                     merged: crate::store::words::merged_through(&self.table(META)?)?,
                     last: self.last_id(IdKind::Message)?,
@@ -194,10 +192,9 @@ macro_rules! impl_read {
             ) -> Result<()> {
                 let from = after.saturating_add(1);
                 match thread {
-                    None => blocks::scan(&self.table(MESSAGES)?, after, |id, place| {
+                    None => blocks::scan(&self.table(PLACES)?, after, |id, place| {
                         Ok(visit(id, place.thread)? == Flow::Continue)
                     })?,
-                    Some(blocks::BLOCKS) => {}
                     Some(thread) => {
                         let table = self.table(MESSAGES)?;
                         for entry in table.range((thread, from)..(thread, THREAD_RECORD))? {

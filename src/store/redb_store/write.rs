@@ -56,19 +56,24 @@ impl WriteTx for Writer<'_> {
             }
         }
         {
-            let mut list = self.table(ACTIVITY)?;
+            let mut places = self.table(PLACES)?;
             if let Some(b) = before {
-                activity::remove(&mut list, b.state.code(), b.last_message)?;
+                activity::remove(&mut places, b.state.code(), b.last_message)?;
             }
-            activity::put(&mut list, after.state.code(), after.last_message, thread.id)?;
+            activity::put(
+                &mut places,
+                after.state.code(),
+                after.last_message,
+                thread.id,
+            )?;
+            blocks::put(
+                &mut places,
+                message.id,
+                message.thread,
+                message.key.is_some(),
+            )?;
         }
         let mut messages = self.table(MESSAGES)?;
-        blocks::put(
-            &mut messages,
-            message.id,
-            message.thread,
-            message.key.is_some(),
-        )?;
         messages.insert(
             (message.thread, message.id),
             codec::encode(message).as_slice(),
