@@ -196,6 +196,18 @@ fn failed<O>(why: &str) -> Result<O> {
     Err(Error::storage(why.to_string()))
 }
 
+/// The outcomes of a batch whose commit failed: every accepted post fails with
+/// `why`; refusals stay what they were (they wrote nothing).
+fn fail_accepted<O>(outcomes: Vec<Result<O>>, why: &str) -> Vec<Result<O>> {
+    outcomes
+        .into_iter()
+        .map(|o| match o {
+            Ok(_) => failed(why),
+            refused => refused,
+        })
+        .collect()
+}
+
 /// The callers of the jobs a leader took, in order, with each job's place.
 type Taken<O> = Vec<(Arc<Slot<O>>, usize)>;
 
@@ -291,14 +303,7 @@ impl<J, O> Group<J, O> {
                 match catch_unwind(AssertUnwindSafe(|| batch.settle(&pending))) {
                     Ok(Ok(())) => outcomes,
                     Ok(Err(e)) => {
-                        let why = format!("the commit did not reach the disk: {e}");
-                        outcomes
-                            .into_iter()
-                            .map(|o| match o {
-                                Ok(_) => failed(&why),
-                                refused => refused,
-                            })
-                            .collect()
+                        fail_accepted(outcomes, &format!("the commit did not reach the disk: {e}"))
                     }
                     Err(payload) => {
                         publish(&taken, None, &self.bell);
@@ -313,6 +318,34 @@ impl<J, O> Group<J, O> {
             }
         };
         publish(&taken, Some(outcomes), &self.bell);
+    }
+
+    /// The posts queued for the leader, which has taken `taken` so far: waits for
+    /// more while fewer than `target` were taken and `deadline` has not passed.
+    /// Empty when the batch is complete.
+    fn gather(
+        &self,
+        taken: usize,
+        target: usize,
+        deadline: Instant,
+    ) -> Vec<(J, Arc<Slot<O>>, usize)> {
+        let mut shared = self.lock();
+        loop {
+            if !shared.pending.is_empty() {
+                let take = shared.pending.len().min(MAX_BATCH - taken);
+                return shared.pending.drain(..take).collect();
+            }
+            let now = Instant::now();
+            if taken >= target || now >= deadline {
+                return Vec::new();
+            }
+            shared.gathering = true;
+            shared = match self.arrival.wait_timeout(shared, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+            shared.gathering = false;
+        }
     }
 
     /// The leader's batch: takes posts as they arrive until `target` were taken or
@@ -331,25 +364,7 @@ impl<J, O> Group<J, O> {
         let mut outcomes: Vec<Result<O>> = Vec::new();
         let mut tx: Option<B::Tx> = None;
         loop {
-            let jobs = {
-                let mut shared = self.lock();
-                loop {
-                    if !shared.pending.is_empty() {
-                        let take = shared.pending.len().min(MAX_BATCH - taken.len());
-                        break shared.pending.drain(..take).collect::<Vec<_>>();
-                    }
-                    let now = Instant::now();
-                    if taken.len() >= target || now >= deadline {
-                        break Vec::new();
-                    }
-                    shared.gathering = true;
-                    shared = match self.arrival.wait_timeout(shared, deadline - now) {
-                        Ok((guard, _)) => guard,
-                        Err(poisoned) => poisoned.into_inner().0,
-                    };
-                    shared.gathering = false;
-                }
-            };
+            let jobs = self.gather(taken.len(), target, deadline);
             if jobs.is_empty() {
                 break;
             }
@@ -399,17 +414,10 @@ impl<J, O> Group<J, O> {
         };
         match batch.commit(tx) {
             Ok(pending) => (outcomes, Some(pending)),
-            Err(e) => {
-                let why = format!("commit failed: {e}");
-                let outcomes = outcomes
-                    .into_iter()
-                    .map(|o| match o {
-                        Ok(_) => failed(&why),
-                        refused => refused,
-                    })
-                    .collect();
-                (outcomes, None)
-            }
+            Err(e) => (
+                fail_accepted(outcomes, &format!("commit failed: {e}")),
+                None,
+            ),
         }
     }
 }

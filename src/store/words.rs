@@ -193,6 +193,35 @@ pub(super) struct Tables<'t, B, P, M> {
     pub(super) last: u64,
 }
 
+/// Fills each word's postings of the tail (at most [`MERGE_AT`] messages, read
+/// from the tables).
+fn tail_postings<B, P, M>(t: &Tables<'_, B, P, M>, lists: &mut [Postings<'_>]) -> Result<()>
+where
+    P: ReadableTable<(u8, u64), &'static [u8]>,
+    M: ReadableTable<(u64, u64), &'static [u8]>,
+{
+    tail(
+        t.places,
+        t.messages,
+        t.merged,
+        t.last,
+        |id, thread, body| {
+            // Most tail messages miss some word: a substring test rules them out
+            // before the body is split.
+            let lower = body.to_lowercase();
+            if !lists.iter().any(|l| lower.contains(l.word)) {
+                return;
+            }
+            let held = words::distinct(body);
+            for list in lists.iter_mut() {
+                if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
+                    list.tail.push((id, thread));
+                }
+            }
+        },
+    )
+}
+
 /// Messages holding every one of `words` (distinct), newest first, below
 /// `before`: `visit` gets `(message, thread)` and says whether to go on.
 pub(super) fn search<B, P, M>(
@@ -216,26 +245,7 @@ where
             tail: Vec::new(),
         })
         .collect();
-    tail(
-        t.places,
-        t.messages,
-        t.merged,
-        t.last,
-        |id, thread, body| {
-            // Most tail messages miss some word: a substring test rules them out
-            // before the body is split.
-            let lower = body.to_lowercase();
-            if !lists.iter().any(|l| lower.contains(l.word)) {
-                return;
-            }
-            let held = words::distinct(body);
-            for list in &mut lists {
-                if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
-                    list.tail.push((id, thread));
-                }
-            }
-        },
-    )?;
+    tail_postings(t, &mut lists)?;
     let newest = |list: &Postings<'_>, upto: u64| -> Result<Option<(u64, u64)>> {
         let from_tail = match list.tail.partition_point(|&(m, _)| m <= upto) {
             0 => None,
