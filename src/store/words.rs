@@ -122,7 +122,12 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
     // A body's words in order, repeats included: a word's list ends with the
     // message already when it repeats there, which keeps each list distinct
     // without sorting every body's words.
-    let mut by_word: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
+    // foldhash (hashbrown's default hasher), not SipHash: hashing the words was a
+    // third of the merge. Its seed is random per process, and the map's order
+    // never leaves this function (the words are sorted below), so a writer cannot
+    // read the seed back to craft colliding words.
+    let mut by_word: HashMap<String, Vec<(u64, u64)>, foldhash::fast::RandomState> =
+        HashMap::default();
     {
         let places = txn.open_table(PLACES)?;
         let messages = txn.open_table(MESSAGES)?;
