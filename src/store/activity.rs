@@ -14,7 +14,7 @@
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::redb_open::Db;
+use super::redb_open::{in_steps, Db};
 use super::tables::{key, INDEX, PLACES};
 use crate::config::Progress;
 use crate::error::{Error, Result};
@@ -63,6 +63,18 @@ fn place(pos: u64) -> (u64, u8) {
     (pos / PER_BLOCK, (pos % PER_BLOCK) as u8)
 }
 
+/// The entries of block `block` of the list of `state` (none when it is absent).
+fn held(
+    table: &redb::Table<'_, (u8, u64), &'static [u8]>,
+    state: u8,
+    block: u64,
+) -> Result<Vec<(u8, u64)>> {
+    match table.get((state, block))? {
+        Some(v) => entries(v.value()),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Puts `thread` at `pos` in the list of `state`.
 pub(super) fn put(
     table: &mut redb::Table<'_, (u8, u64), &'static [u8]>,
@@ -71,10 +83,7 @@ pub(super) fn put(
     thread: u64,
 ) -> Result<()> {
     let (block, slot) = place(pos);
-    let mut held = match table.get((state, block))? {
-        Some(v) => entries(v.value())?,
-        None => Vec::new(),
-    };
+    let mut held = held(table, state, block)?;
     match held.binary_search_by_key(&slot, |&(s, _)| s) {
         Ok(i) => held[i].1 = thread,
         Err(i) => held.insert(i, (slot, thread)),
@@ -90,10 +99,7 @@ pub(super) fn remove(
     pos: u64,
 ) -> Result<()> {
     let (block, slot) = place(pos);
-    let mut held = match table.get((state, block))? {
-        Some(v) => entries(v.value())?,
-        None => return Ok(()),
-    };
+    let mut held = held(table, state, block)?;
     let Ok(i) = held.binary_search_by_key(&slot, |&(s, _)| s) else {
         return Ok(());
     };
@@ -168,34 +174,22 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
         let index = txn.open_table(INDEX)?;
         index.range(lo.as_slice()..hi.as_slice())?.count() as u64
     };
-    let mut done = 0u64;
-    while done < total {
-        let txn = db.begin_write()?;
+    in_steps(db, progress, "moving the thread list", total, |txn| {
         let moved = txn
             .open_table(INDEX)?
             .range(lo.as_slice()..hi.as_slice())?
             .take(PER_STEP)
             .map(|e| e.map(|(k, v)| (k.value().to_vec(), v.value())))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        if moved.is_empty() {
-            break;
+        let mut list = txn.open_table(PLACES)?;
+        let mut index = txn.open_table(INDEX)?;
+        for (k, thread) in &moved {
+            let (state, pos) = key::split_activity(k).ok_or_else(damaged)?;
+            put(&mut list, state, pos, *thread)?;
+            index.remove(k.as_slice())?;
         }
-        {
-            let mut list = txn.open_table(PLACES)?;
-            let mut index = txn.open_table(INDEX)?;
-            for (k, thread) in &moved {
-                let (state, pos) = key::split_activity(k).ok_or_else(damaged)?;
-                put(&mut list, state, pos, *thread)?;
-                index.remove(k.as_slice())?;
-            }
-        }
-        txn.commit()?;
-        done += moved.len() as u64;
-        if let Some(report) = progress {
-            report("moving the thread list", done.min(total), total);
-        }
-    }
-    Ok(())
+        Ok(moved.len())
+    })
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::redb_open::Db;
+use super::redb_open::{in_steps, Db};
 use super::tables::{MESSAGES, PLACES};
 use crate::config::Progress;
 use crate::error::{Error, Result};
@@ -175,32 +175,20 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
         let messages = txn.open_table(MESSAGES)?;
         messages.range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))?.count() as u64
     };
-    let mut done = 0u64;
-    while done < total {
-        let txn = db.begin_write()?;
+    in_steps(db, progress, "moving the message map", total, |txn| {
         let moved = txn
             .open_table(MESSAGES)?
             .range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))?
             .take(PER_STEP)
             .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        if moved.is_empty() {
-            break;
+        let mut places = txn.open_table(PLACES)?;
+        let mut messages = txn.open_table(MESSAGES)?;
+        for (n, block) in &moved {
+            check(block)?;
+            places.insert((MAP, *n), block.as_slice())?;
+            messages.remove((V4_SLOT, *n))?;
         }
-        {
-            let mut places = txn.open_table(PLACES)?;
-            let mut messages = txn.open_table(MESSAGES)?;
-            for (n, block) in &moved {
-                check(block)?;
-                places.insert((MAP, *n), block.as_slice())?;
-                messages.remove((V4_SLOT, *n))?;
-            }
-        }
-        txn.commit()?;
-        done += moved.len() as u64;
-        if let Some(report) = progress {
-            report("moving the message map", done.min(total), total);
-        }
-    }
-    Ok(())
+        Ok(moved.len())
+    })
 }

@@ -159,6 +159,33 @@ fn check_read_only(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Runs a migration in steps, each its own transaction: `step` moves what it
+/// takes (a bounded number of entries) and says how many; a crash between steps
+/// resumes where the last one ended. Each step tells `progress` how many of
+/// `total` have moved under `what`.
+pub(super) fn in_steps(
+    db: &Db,
+    progress: Option<&Progress>,
+    what: &str,
+    total: u64,
+    mut step: impl FnMut(&redb::WriteTransaction) -> Result<usize>,
+) -> Result<()> {
+    let mut done = 0u64;
+    while done < total {
+        let txn = db.begin_write()?;
+        let moved = step(&txn)?;
+        if moved == 0 {
+            break;
+        }
+        txn.commit()?;
+        done += moved as u64;
+        if let Some(report) = progress {
+            report(what, done.min(total), total);
+        }
+    }
+    Ok(())
+}
+
 /// Messages whose words one migration transaction indexes.
 const WORDS_PER_STEP: u64 = 5000;
 
