@@ -49,12 +49,13 @@ pub struct RedbStore {
     /// read (see `super::words`).
     words_merged: Mutex<Option<u64>>,
     /// The word index's tail as of the last commit, once read (see
-    /// `super::tail`). The writer holds its lock from its start to the end of its
-    /// commit.
+    /// `super::tail`). Only writers change it, one at a time: each holds its lock
+    /// from before its commit (which lets the next writer begin) until its
+    /// changes are in.
     tail: Mutex<Option<Tail>>,
-    /// Set when the file was reopened: the tail is read again by the next writer
-    /// (the one alive across a reopen keeps what it locked, which its
-    /// transaction began from).
+    /// Set when the file was reopened: the tail is read again by the next writer.
+    /// It is never emptied under a writer, which relies on it for the committed
+    /// tail its transaction began from.
     tail_stale: AtomicBool,
     threads: ThreadCache,
     durability: Durability,
@@ -278,16 +279,17 @@ impl Store for RedbStore {
         if self.durability == Durability::Volatile {
             txn.set_durability(redb::Durability::None)?;
         }
-        let mut tail = lock_tail(&self.tail);
-        if tail.is_none() || self.tail_stale.swap(false, Ordering::SeqCst) {
-            // Read as committed, before this transaction writes anything.
-            *tail = Some(Tail::load(&txn)?);
+        {
+            let mut tail = lock_tail(&self.tail);
+            if tail.is_none() || self.tail_stale.swap(false, Ordering::SeqCst) {
+                // Read as committed, before this transaction writes anything.
+                *tail = Some(Tail::load(&txn)?);
+            }
         }
         Ok(Box::new(Writer {
             txn,
             store: self,
             db,
-            tail,
             ids: [None; 4],
             written: HashMap::new(),
             words_merged: None,
@@ -311,8 +313,6 @@ struct Writer<'s> {
     txn: redb::WriteTransaction,
     store: &'s RedbStore,
     db: Arc<Db>,
-    /// The store's tail, locked for this writer's life; always loaded.
-    tail: MutexGuard<'s, Option<Tail>>,
     /// The last id of each kind handed out in this transaction.
     ids: [Option<u64>; 4],
     /// Thread records stored in this transaction: the store's cache takes them
@@ -376,8 +376,8 @@ impl Writer<'_> {
 
     /// The message `record` names in the tail as this transaction sees it.
     fn tail_key(&self, record: &[u8]) -> Option<u64> {
-        let tail = self.tail.as_ref()?;
-        self.keys.get(&tail.keys, record)
+        let tail = lock_tail(&self.store.tail);
+        self.keys.get(&tail.as_ref()?.keys, record)
     }
 
     /// A thread as this transaction sees it: written here, else committed (from
@@ -407,7 +407,7 @@ impl Snapshot<'_> {
     }
 
     /// The message the tail says `record` names; the caller checks it against
-    /// this snapshot. `None` while a writer holds the tail (see `super::tail`).
+    /// this snapshot. `None` while a commit holds the tail (see `super::tail`).
     fn tail_key(&self, record: &[u8]) -> Option<u64> {
         let tail = self.store.tail.try_lock().ok()?;
         tail.as_ref()?.keys.get(record)

@@ -14,12 +14,13 @@
 //! What holds, and what the code keeps:
 //! - `INDEX` holds the records of merged posts; [`KeyTail`] those of the tail's
 //!   posts whose keys the expiry has not passed (`keys_expired_through`).
-//! - A writer holds the store's [`Tail`] locked for its whole life (there is one
-//!   writer at a time) and sees it with its own changes ([`Delta`]); the store
-//!   takes them only when the transaction commits.
+//! - A writer sees the store's [`Tail`] with its own changes ([`Delta`]); the store
+//!   takes them only when the transaction commits, under the tail's lock, which
+//!   the writer takes before its commit lets the next writer begin. A reopen never
+//!   empties the tail under a writer; it marks it stale for the next one.
 //! - A snapshot never waits for that lock. It may meet a tail newer than itself:
 //!   it trusts an entry only when its own copy of the message holds that key, and
-//!   otherwise reads `INDEX`. It may then miss a key (while a writer holds the
+//!   otherwise reads `INDEX`. It may then miss a key (while a commit holds the
 //!   lock, or merged after it began); a snapshot's answer is only a hint (the
 //!   post's batch decides, `engine::post::replay_early`).
 

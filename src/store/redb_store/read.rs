@@ -160,7 +160,7 @@ macro_rules! impl_read {
                 key: &str,
             ) -> Result<Option<(Remembered, MessageRec)>> {
                 let record = key::idempotency(identity, key);
-                // The tail's posts first: they are the newest (see `key_tail`).
+                // The tail's posts first: they are the newest (see `super::tail`).
                 if let Some(id) = self.tail_key(&record) {
                     if let Some(message) = self.message(id)? {
                         let holds = message.identity == identity

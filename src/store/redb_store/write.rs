@@ -98,7 +98,10 @@ impl WriteTx for Writer<'_> {
         let now = crate::store::words::note(&self.txn, merged, message)?;
         if let Some(upto) = now {
             // The tail's idempotency records move into the index with its words.
-            let records = self.keys.merge(&loaded(&self.tail)?.keys, upto);
+            let records = {
+                let tail = lock_tail(&self.store.tail);
+                self.keys.merge(&loaded(&tail)?.keys, upto)
+            };
             let mut index = self.table(INDEX)?;
             for (record, id) in records {
                 index.insert(record.as_slice(), id)?;
@@ -126,7 +129,8 @@ impl WriteTx for Writer<'_> {
 
     fn forget_remembered(&mut self, before: i64, max: usize) -> Result<Forgot> {
         let merged = self.merged_mark()?;
-        let tail = loaded(&self.tail)?;
+        let tail = lock_tail(&self.store.tail);
+        let tail = loaded(&tail)?;
         let keys = &mut self.keys;
         crate::store::expiry::forget(&self.txn, before, max, merged, &mut |record, id| {
             keys.forget(&tail.keys, record, id)
@@ -168,7 +172,6 @@ impl WriteTx for Writer<'_> {
             txn,
             store,
             db,
-            mut tail,
             ids,
             written,
             words_merged,
@@ -177,6 +180,7 @@ impl WriteTx for Writer<'_> {
         // The caches' locks are held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
         // failed commit leaves the caches as they were.
+        let mut tail = lock_tail(&store.tail);
         let mut cache = lock_threads(&store.threads);
         if let Err(e) = txn.commit() {
             drop(cache);
