@@ -240,14 +240,9 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
     // Past the limit the old keys are free again, and the next keyed post's pass
     // forgets their entries.
     now.fetch_add(3_600_000 + 5_000, Ordering::SeqCst);
-    let again = forum
-        .call(
-            Some(alice),
-            "post",
-            &json!({ "kind": "ask", "body": "A new question under an old key.",
-                     "idempotency_key": "q1" }),
-        )
-        .unwrap();
+    let new_q1 = json!({ "kind": "ask", "body": "A new question under an old key.",
+                         "idempotency_key": "q1" });
+    let again = forum.call(Some(alice), "post", &new_q1).unwrap();
     assert!(again.get("replayed").is_none(), "a new post, not a replay");
     assert_eq!(again["message"]["id"], "msg_7");
     drop(forum);
@@ -258,14 +253,7 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
     // Reopened, the tail's records are read again from its messages: the new
     // `q1` replays, and a forgotten key stays forgotten.
     let forum = open(&path, &now);
-    let replay = forum
-        .call(
-            Some(alice),
-            "post",
-            &json!({ "kind": "ask", "body": "A new question under an old key.",
-                     "idempotency_key": "q1" }),
-        )
-        .unwrap();
+    let replay = forum.call(Some(alice), "post", &new_q1).unwrap();
     assert_eq!(replay_of(&replay), (Some("msg_7"), Some(true)));
     let fresh = forum
         .call(
