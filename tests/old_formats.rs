@@ -1,14 +1,15 @@
-//! Forum files written by older schema versions open as version 5, and every
+//! Forum files written by older schema versions open as version 6, and every
 //! read, replay, conflict and expiry works on their posts as on new ones.
 //!
 //! - `tests/fixtures/forum-v3.redb`, made by the release before version 4 through
-//!   the Python module, and `forum-v4.redb`, made by the release before version 5
-//!   through the Rust API, hold the same posts: alice asks with key `q1` (msg_1,
+//!   the Python module, and `forum-v4.redb` and `forum-v5.redb`, made by the
+//!   releases before versions 5 and 6 through the Rust API, hold the same posts: alice asks with key `q1` (msg_1,
 //!   th_1), bob answers with `r1` (msg_2), bob asks without a key (msg_3, th_2),
 //!   alice notes with `n2` (msg_4) and asserts with `c1` (msg_5, cl_1).
 //! - Version 4 moved the message map and the keys' digests; version 5 keeps the
 //!   idempotency records of the word index's tail (here, all five posts) out of
-//!   the index until the tail is merged.
+//!   the index until the tail is merged; version 6 keeps the tail's threads (here,
+//!   both) out of the thread list's blocks until then.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 
 const INDEX: redb::TableDefinition<&[u8], u64> = redb::TableDefinition::new("index");
 const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("parley_meta");
+const PLACES: redb::TableDefinition<(u8, u64), &[u8]> = redb::TableDefinition::new("places");
 
 /// A copy of the fixture of schema `version`, and its tokens.
 fn fixture(version: u32) -> (tempfile::TempDir, PathBuf, Value) {
@@ -67,6 +69,16 @@ fn map_in_messages(path: &Path) -> usize {
     n
 }
 
+/// Blocks of the thread lists (every slot of `places` but the message map's).
+fn list_blocks(path: &Path) -> usize {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(PLACES).unwrap();
+    let n = table.range((0, 0)..(u8::MAX, 0)).unwrap().count();
+    drop(table);
+    n
+}
+
 fn meta(path: &Path, key: &str) -> Option<u64> {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_read().unwrap();
@@ -97,7 +109,7 @@ fn ids(items: &Value) -> Vec<String> {
 }
 
 #[test]
-fn a_version_3_file_opens_as_version_5_and_keeps_every_post_and_key() {
+fn a_version_3_file_opens_as_version_6_and_keeps_every_post_and_key() {
     let (_dir, path, tokens) = fixture(3);
     assert_eq!(meta(&path, "schema_version"), Some(3));
     assert_eq!(tagged(&path, 1), 5, "version 3: one map entry per message");
@@ -115,7 +127,7 @@ fn a_version_3_file_opens_as_version_5_and_keeps_every_post_and_key() {
 }
 
 #[test]
-fn a_version_4_file_opens_as_version_5_and_keeps_every_post_and_key() {
+fn a_version_4_file_opens_as_version_6_and_keeps_every_post_and_key() {
     let (_dir, path, tokens) = fixture(4);
     assert_eq!(meta(&path, "schema_version"), Some(4));
     assert_eq!(tagged(&path, 7), 4, "version 4: every keyed post's record");
@@ -128,6 +140,21 @@ fn a_version_4_file_opens_as_version_5_and_keeps_every_post_and_key() {
         tagged(&path, 2),
         2,
         "version 4: the thread list in the index"
+    );
+    let first_ask = json!({ "kind": "ask",
+                            "body": "Why does the cache port fail after upgrade?",
+                            "idempotency_key": "q1" });
+    keeps_every_post_and_key(&path, &tokens, &first_ask);
+}
+
+#[test]
+fn a_version_5_file_opens_as_version_6_and_keeps_every_post_and_key() {
+    let (_dir, path, tokens) = fixture(5);
+    assert_eq!(meta(&path, "schema_version"), Some(5));
+    assert_eq!(
+        list_blocks(&path),
+        2,
+        "version 5: the tail's threads in their lists (open and answered)"
     );
     let first_ask = json!({ "kind": "ask",
                             "body": "Why does the cache port fail after upgrade?",
@@ -160,13 +187,18 @@ fn keeps_every_post_and_key(path: &Path, tokens: &Value, first_ask: &Value) {
         );
     }
     let report = parley_forum::storage::check(&path).unwrap();
-    assert_eq!(report.schema_version, 5);
+    assert_eq!(report.schema_version, 6);
     assert_eq!((report.messages, report.threads), (5, 2));
     assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
     assert_eq!(tagged(&path, 1), 0, "the old map entries are gone");
     assert_eq!(tagged(&path, 6), 0, "the old age index is gone");
     assert_eq!(tagged(&path, 2), 0, "the thread list moved into its blocks");
     assert_eq!(map_in_messages(&path), 0, "the map moved to its own table");
+    assert_eq!(
+        list_blocks(&path),
+        0,
+        "the tail's threads are out of the lists' blocks until it is merged"
+    );
     assert_eq!(
         tagged(&path, 7),
         0,

@@ -325,9 +325,34 @@ fn a_version_2_file_gains_the_index_on_open_with_progress() {
             "q = {q}"
         );
     }
+    // Every thread is listed, by its latest message: those of what was the word
+    // index's tail are back in the thread list's blocks.
+    let mut listed = Vec::new();
+    let mut args = json!({ "limit": 200 });
+    loop {
+        let page = c.forum.call(Some(&c.alice), "list_threads", &args).unwrap();
+        listed.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["id"].clone()),
+        );
+        if page["more"] != true {
+            break;
+        }
+        args["since"] = page["cursor"].clone();
+    }
+    let mut latest: Vec<(usize, &str)> = Vec::new();
+    for (at, (_, thread, _)) in posted.iter().enumerate() {
+        latest.retain(|(_, t)| t != thread);
+        latest.push((at, thread));
+    }
+    let expected: Vec<Value> = latest.iter().map(|(_, t)| json!(t)).collect();
+    assert_eq!(listed, expected);
     let report = parley_forum::storage::check(&path);
     assert!(report.is_err(), "open: the file is held");
     drop(c);
     let report = parley_forum::storage::check(&path).unwrap();
-    assert_eq!(report.schema_version, 5);
+    assert_eq!(report.schema_version, 6);
 }

@@ -11,13 +11,28 @@
 //! which redb rebuilds entry by entry: 55 k of a post's 386 k instructions under
 //! callgrind (`examples/post_profile.rs`). A leaf holds a few blocks, so a move
 //! rewrites one or two small values in a leaf of a few.
+//!
+//! From version 6 the lists hold only the threads whose latest message is at or
+//! before the word index's merged mark (`words_merged_through`, see
+//! `super::words`). A thread posted to in the index's tail, the at most
+//! [`super::words::MERGE_AT`] newest messages, leaves its list with its first
+//! post there, and the merge of the tail puts every such thread back at its
+//! latest message ([`settle`]). So the lists' positions all lie at or before the
+//! mark and the tail's threads all after it: a read takes the lists, then the
+//! tail's threads from the message map ([`tail_threads`]), in position order
+//! with no interleaving. A post then writes the newest map block and no block of
+//! the lists (27 k of 331 k instructions; the thread's first post in the tail
+//! still takes its old entry out).
 
 use redb::{ReadableDatabase, ReadableTable};
 
+use super::blocks;
+use super::codec;
 use super::redb_open::{in_steps, Db};
-use super::tables::{key, INDEX, PLACES};
+use super::tables::{key, INDEX, MESSAGES, META, PLACES, THREAD_RECORD};
 use crate::config::Progress;
 use crate::error::{Error, Result};
+use crate::protocol::state::State;
 
 /// Positions a block covers.
 const PER_BLOCK: u64 = 64;
@@ -109,6 +124,98 @@ pub(super) fn remove(
     } else {
         table.insert((state, block), encode(&held).as_slice())?;
     }
+    Ok(())
+}
+
+/// The distinct threads of the messages after `after` (in the word index's tail
+/// when `after` is at or past its mark), in no order.
+pub(super) fn tail_threads(
+    places: &impl ReadableTable<(u8, u64), &'static [u8]>,
+    after: u64,
+) -> Result<Vec<u64>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    blocks::scan(places, after, |_, place| {
+        if seen.insert(place.thread) {
+            out.push(place.thread);
+        }
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+/// Puts the threads of the tail `(after, upto]`, which the merge of the word index
+/// has just passed, into their lists at their latest messages (see the module
+/// docs), writing each block once.
+pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<()> {
+    let mut adds: std::collections::BTreeMap<(u8, u64), Vec<(u8, u64)>> = Default::default();
+    {
+        let places = txn.open_table(PLACES)?;
+        let messages = txn.open_table(MESSAGES)?;
+        for thread in tail_threads(&places, after)? {
+            let Some(rec) = messages.get((thread, THREAD_RECORD))? else {
+                continue;
+            };
+            let rec = codec::decode_thread(rec.value())?;
+            if rec.last_message <= after || rec.last_message > upto {
+                // Only a later post of this transaction can be past `upto`; it
+                // is not merged, and its thread stays in the tail.
+                continue;
+            }
+            let (block, slot) = place(rec.last_message);
+            adds.entry((rec.state.code(), block))
+                .or_default()
+                .push((slot, thread));
+        }
+    }
+    let mut table = txn.open_table(PLACES)?;
+    for ((state, block), add) in adds {
+        let mut held = held(&table, state, block)?;
+        for (slot, thread) in add {
+            match held.binary_search_by_key(&slot, |&(s, _)| s) {
+                Ok(i) => held[i].1 = thread,
+                Err(i) => held.insert(i, (slot, thread)),
+            }
+        }
+        table.insert((state, block), encode(&held).as_slice())?;
+    }
+    Ok(())
+}
+
+/// Takes the tail's threads out of the lists of a version-5 file, which kept every
+/// thread there, and makes it version 6 (see the module docs). One transaction:
+/// the tail is at most [`super::words::MERGE_AT`] messages.
+pub(super) fn leave_tail(db: &Db) -> Result<()> {
+    let txn = db.begin_write()?;
+    {
+        let meta = txn.open_table(META)?;
+        if meta.get("schema_version")?.map(|v| v.value()) != Some(5) {
+            return Ok(());
+        }
+        let merged = super::words::merged_through(&meta)?;
+        drop(meta);
+        let mut table = txn.open_table(PLACES)?;
+        let first = merged.saturating_add(1) / PER_BLOCK;
+        for state in State::FORWARD.into_iter().chain(State::SIDE) {
+            let state = state.code();
+            let found = table
+                .range((state, first)..=(state, u64::MAX))?
+                .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            for (block, bytes) in found {
+                let base = block.checked_mul(PER_BLOCK).ok_or_else(damaged)?;
+                let mut held = entries(&bytes)?;
+                held.retain(|&(slot, _)| base + u64::from(slot) <= merged);
+                if held.is_empty() {
+                    table.remove((state, block))?;
+                } else {
+                    table.insert((state, block), encode(&held).as_slice())?;
+                }
+            }
+        }
+    }
+    txn.open_table(META)?.insert("schema_version", 6)?;
+    txn.commit()?;
     Ok(())
 }
 
@@ -207,6 +314,54 @@ mod tests {
             "slots out of order"
         );
         assert!(entries(&vec![0u8; (PER_BLOCK as usize + 1) * ENTRY]).is_err());
+    }
+
+    #[test]
+    fn a_version_5_file_loses_the_entries_of_its_tail_and_only_those() {
+        let db = Db::new(
+            redb::Database::builder()
+                .create_with_backend(redb::backends::InMemoryBackend::new())
+                .unwrap(),
+        );
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.insert("schema_version", 5).unwrap();
+            meta.insert(super::super::words::MERGED, 100).unwrap();
+            let mut t = txn.open_table(PLACES).unwrap();
+            for (state, pos, thread) in [(0, 50, 1), (0, 100, 2), (0, 101, 3), (1, 90, 4)] {
+                put(&mut t, state, pos, thread).unwrap();
+            }
+            put(&mut t, 6, 130, 5).unwrap();
+            put(&mut t, 1, 200, 6).unwrap();
+        }
+        txn.commit().unwrap();
+        leave_tail(&db).unwrap();
+        let list = |state| {
+            let txn = db.begin_read().unwrap();
+            let t = txn.open_table(PLACES).unwrap();
+            let mut c = Cursor::new(&t, state, 0).unwrap();
+            let mut all = Vec::new();
+            while let Some(e) = c.next().unwrap() {
+                all.push(e);
+            }
+            all
+        };
+        assert_eq!(list(0), [(50, 1), (100, 2)], "up to the mark, kept");
+        assert_eq!(list(1), [(90, 4)]);
+        assert_eq!(list(6), [], "an emptied block is gone");
+        let version = |db: &Db| {
+            let txn = db.begin_read().unwrap();
+            let meta = txn.open_table(META).unwrap();
+            meta.get("schema_version").unwrap().unwrap().value()
+        };
+        assert_eq!(version(&db), 6);
+        // A version-6 file is left as it is.
+        let txn = db.begin_write().unwrap();
+        put(&mut txn.open_table(PLACES).unwrap(), 0, 150, 7).unwrap();
+        txn.commit().unwrap();
+        leave_tail(&db).unwrap();
+        assert_eq!(list(0), [(50, 1), (100, 2), (150, 7)]);
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
     if matches!(version, Some(3 | 4)) {
         // Version 5 keeps the tail's idempotency records out of the index.
         super::tail::Tail::migrate(&txn)?;
-        txn.open_table(META)?
-            .insert("schema_version", SCHEMA_VERSION)?;
+        // Version 5; `activity::leave_tail` then makes it 6.
+        txn.open_table(META)?.insert("schema_version", 5)?;
     }
     txn.commit()?;
     Ok(())

@@ -206,10 +206,15 @@ pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> 
             total = super::blocks::last(&txn.open_table(PLACES)?)?;
             done = total.min(from.saturating_add(WORDS_PER_STEP));
             super::words::merge(&txn, from, done)?;
+            // The merged tail's threads belong in the thread list's blocks (see
+            // `super::activity`); a file with its list still in the index gets the
+            // same entries again when the list moves.
+            super::activity::settle(&txn, from, done)?;
             finished = done >= total;
             if finished {
-                txn.open_table(META)?
-                    .insert("schema_version", SCHEMA_VERSION)?;
+                // Version 5 (the steps of versions 3 to 5 are done for a version-2
+                // file); `activity::leave_tail` then makes it 6.
+                txn.open_table(META)?.insert("schema_version", 5)?;
             }
         }
         txn.commit()?;

@@ -156,6 +156,8 @@ impl RedbStore {
         super::map_migration::migrate(&db, progress)?;
         migrate_words(&db, progress)?;
         activity::migrate(&db, progress)?;
+        // Last: the thread list may only now be in its blocks.
+        activity::leave_tail(&db)?;
         Ok(RedbStore {
             db: RwLock::new(Some(Arc::new(db))),
             path: None,
@@ -402,6 +404,11 @@ impl Writer<'_> {
 }
 
 impl Snapshot<'_> {
+    /// The end of the merged word index as this snapshot sees it.
+    fn merged_mark(&self) -> Result<u64> {
+        crate::store::words::merged_through(&self.table(META)?)
+    }
+
     fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
         read_thread(&self.table(MESSAGES)?, id)
     }

@@ -11,8 +11,10 @@ use redb::TableDefinition;
 /// older file is migrated on open (`super::map_migration`). Version 5
 /// writes the idempotency records of the word index's tail when the tail is
 /// merged, not with each post (`super::key_tail`); its migration removes the
-/// tail's records that an older file holds.
-pub(super) const SCHEMA_VERSION: u64 = 5;
+/// tail's records that an older file holds. Version 6 keeps the threads of that
+/// tail out of the thread list until the tail is merged (`super::activity`); its
+/// migration takes them out.
+pub(super) const SCHEMA_VERSION: u64 = 6;
 
 /// `schema_version`, `cursor_key`, and the progress marks of the word index and of
 /// key expiry. Id counters are not stored: the next id of a kind is one past the

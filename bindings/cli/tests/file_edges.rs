@@ -110,7 +110,7 @@ fn check_reports_a_sound_forum() {
     let out = parley(&db, &["check"]);
     let said = text(&out.stdout);
     assert!(out.status.success(), "{said} {}", text(&out.stderr));
-    assert!(said.contains("a Parley forum, schema version 5"), "{said}");
+    assert!(said.contains("a Parley forum, schema version 6"), "{said}");
     assert!(said.contains("pages: sound"), "{said}");
     assert!(said.contains("20 threads, 20 messages"), "{said}");
     assert!(said.contains("1 tokens"), "{said}");

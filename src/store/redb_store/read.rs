@@ -113,8 +113,11 @@ macro_rules! impl_read {
                 visit: Visit<'_>,
             ) -> Result<()> {
                 // Each thread sits once, under its state. The whole list is the
-                // merge of the per-state lists, each already in position order.
+                // merge of the per-state lists, each already in position order,
+                // then the threads of the word index's tail, all after them (see
+                // `activity`).
                 let table = self.table(PLACES)?;
+                let merged = self.merged_mark()?;
                 let states: Vec<State> = match state {
                     Some(s) => vec![s],
                     None => State::FORWARD.into_iter().chain(State::SIDE).collect(),
@@ -134,9 +137,24 @@ macro_rules! impl_read {
                     };
                     let (pos, thread) = lists[i].1.take().expect("chosen for its head");
                     if visit(pos, thread)? == Flow::Stop {
-                        break;
+                        return Ok(());
                     }
                     lists[i].1 = lists[i].0.next()?;
+                }
+                let mut tail = Vec::new();
+                for id in activity::tail_threads(&table, after.max(merged))? {
+                    let Some(rec) = self.thread(id)? else {
+                        continue;
+                    };
+                    if state.is_none_or(|s| s == rec.state) {
+                        tail.push((rec.last_message, id));
+                    }
+                }
+                tail.sort_unstable();
+                for (pos, thread) in tail {
+                    if visit(pos, thread)? == Flow::Stop {
+                        break;
+                    }
                 }
                 Ok(())
             }

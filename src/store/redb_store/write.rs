@@ -56,16 +56,13 @@ impl WriteTx for Writer<'_> {
             }
         }
         {
+            // The thread leaves its list with its first post in the word index's
+            // tail, and the tail's merge puts it back (see `activity`).
+            let merged = self.merged_mark()?;
             let mut places = self.table(PLACES)?;
-            if let Some(b) = before {
+            if let Some(b) = before.filter(|b| b.last_message <= merged) {
                 activity::remove(&mut places, b.state.code(), b.last_message)?;
             }
-            activity::put(
-                &mut places,
-                after.state.code(),
-                after.last_message,
-                thread.id,
-            )?;
             blocks::put(
                 &mut places,
                 message.id,
@@ -97,6 +94,7 @@ impl WriteTx for Writer<'_> {
         let merged = self.merged_mark()?;
         let now = crate::store::words::note(&self.txn, merged, message)?;
         if let Some(upto) = now {
+            activity::settle(&self.txn, merged, upto)?;
             // The tail's idempotency records move into the index with its words.
             let records = {
                 let tail = lock_tail(&self.store.tail);
