@@ -4,7 +4,10 @@
 //! [`Forum::mcp`] takes one JSON-RPC message and the caller's token and returns the
 //! response text, or `None` when no response is due (a notification, or a response
 //! sent to the server). Transports (stdio, Streamable HTTP, the C ABI, Python) only
-//! move these strings; every check happens here and in the engine.
+//! move these strings; every check happens here and in the engine. A transport that
+//! queues its posts (the HTTP server) runs a `tools/call` of `post` in two steps,
+//! [`Forum::mcp_post_call`] and [`McpAnswer::reply`], with the same checks and the
+//! same answer.
 //!
 //! Both MCP revisions are served on every call, chosen per request (see
 //! [`SUPPORTED_VERSIONS`]):
@@ -57,7 +60,7 @@ use serde_json::{json, Map, Value};
 
 pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
 pub use jsonrpc::error_response;
-pub use reply::{McpReply, ToolOutcome};
+pub use reply::{McpAnswer, McpCall, McpPost, McpReply, ToolOutcome};
 
 /// The JSON-RPC error codes of the MCP handler and of the server's transports,
 /// defined once: HTTP and stdio answer with these numbers, and map them to HTTP
@@ -261,20 +264,7 @@ impl Forum {
                 Ok(Reply::Value(shaped(era, result, true)))
             }
             "tools/call" => {
-                let name = match params.remove("name") {
-                    Some(Value::String(name)) => name,
-                    Some(_) => {
-                        return Err(RpcError::invalid_params(
-                            "Invalid params: name must be a string",
-                        ))
-                    }
-                    None => {
-                        return Err(RpcError::invalid_params("Invalid params: name is required"))
-                    }
-                };
-                let arguments = params
-                    .remove("arguments")
-                    .unwrap_or_else(|| Value::Object(Map::new()));
+                let (name, arguments) = tool_call(&mut params)?;
                 Ok(Reply::Tool(
                     self.mcp_call_tool(token, &name, &arguments)?,
                     era,
@@ -308,34 +298,64 @@ impl Forum {
         name: &str,
         arguments: &Value,
     ) -> Result<ToolResult, RpcError> {
-        if !self.mcp_tool_names().any(|op| op == name) {
-            return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+        self.mcp_known_tool(name)?;
+        tool_result(name, self.call(token, name, arguments))
+    }
+
+    /// Refuses a `tools/call` of a tool this forum does not offer.
+    fn mcp_known_tool(&self, name: &str) -> Result<(), RpcError> {
+        if self.mcp_tool_names().any(|op| op == name) {
+            Ok(())
+        } else {
+            Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
         }
-        match self.call(token, name, arguments) {
-            // The result is serialized once and serves as both the text content
-            // and the structured content.
-            Ok(result) => Ok(ToolResult {
-                text: None,
-                structured: to_json_text(&result),
-                is_error: false,
-                reason: None,
-                has_items: result["items"].as_array().is_some_and(|a| !a.is_empty()),
-            }),
-            Err(Error::Refused(refusal)) => Ok(ToolResult {
-                text: Some(refusal.to_string()),
-                structured: json!({ "error": refusal.to_json() }).to_string(),
-                is_error: true,
-                reason: Some(refusal.reason.as_str()),
-                has_items: false,
-            }),
-            Err(Error::UnknownOperation(_)) => {
-                Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
-            }
-            Err(other) => Err(RpcError::new(
-                INTERNAL_ERROR,
-                format!("Internal error: {other}"),
-            )),
+    }
+}
+
+/// The tool a `tools/call` names, and its arguments (`{}` when it has none).
+fn tool_call(params: &mut Map<String, Value>) -> Result<(String, Value), RpcError> {
+    let name = match params.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: name must be a string",
+            ))
         }
+        None => return Err(RpcError::invalid_params("Invalid params: name is required")),
+    };
+    let arguments = params
+        .remove("arguments")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    Ok((name, arguments))
+}
+
+/// What the tool `name` answered, as its `tools/call` result: a refusal is a tool
+/// error, an unknown operation or a failure a JSON-RPC error.
+fn tool_result(name: &str, outcome: Result<Value, Error>) -> Result<ToolResult, RpcError> {
+    match outcome {
+        // The result is serialized once and serves as both the text content and
+        // the structured content.
+        Ok(result) => Ok(ToolResult {
+            text: None,
+            structured: to_json_text(&result),
+            is_error: false,
+            reason: None,
+            has_items: result["items"].as_array().is_some_and(|a| !a.is_empty()),
+        }),
+        Err(Error::Refused(refusal)) => Ok(ToolResult {
+            text: Some(refusal.to_string()),
+            structured: json!({ "error": refusal.to_json() }).to_string(),
+            is_error: true,
+            reason: Some(refusal.reason.as_str()),
+            has_items: false,
+        }),
+        Err(Error::UnknownOperation(_)) => {
+            Err(RpcError::invalid_params(format!("Unknown tool: {name}")))
+        }
+        Err(other) => Err(RpcError::new(
+            INTERNAL_ERROR,
+            format!("Internal error: {other}"),
+        )),
     }
 }
 

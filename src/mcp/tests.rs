@@ -184,3 +184,99 @@ fn a_parsed_message_is_answered_as_its_text_is_and_held_to_the_same_size() {
         .id
         .is_null());
 }
+
+/// A `tools/call` of `post` in two steps ([`Forum::mcp_post_call`], a post, then
+/// [`super::McpAnswer::reply`]) gets the reply [`Forum::mcp_value`] gives, on a twin
+/// forum in the same state, whether it is posted, answered without posting, or
+/// handed back for `mcp_value`.
+#[test]
+fn a_post_call_in_two_steps_is_answered_as_mcp_value_answers_it() {
+    use super::{McpCall, McpPost};
+
+    let twin = || {
+        let settings = json!({"clock": "2026-11-30T12:00:00.000Z", "durable": false,
+                              "limits": {"request_max_bytes": 400, "writes_per_minute": 0}});
+        let forum = Forum::in_memory(Config::from_json(&settings).unwrap()).unwrap();
+        let alice = forum
+            .create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))
+            .unwrap();
+        (forum, alice)
+    };
+    let ((direct, alice_d), (split, alice_s)) = (twin(), twin());
+    let post = |id: Value, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let ask = |body: &str| json!({"name": "post", "arguments": {"kind": "ask", "body": body}});
+    let modern = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut modern_ask = ask("Modern?");
+    modern_ask["_meta"] = modern;
+    let mut future = ask("Future?");
+    future["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"});
+    let pad = "x".repeat(500);
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("a post", post(json!(1), ask("Which port?")), "post"),
+        ("a modern post", post(json!(2), modern_ask), "post"),
+        ("a refusal", post(json!(3), json!({"name": "post", "arguments": {"kind": "ask"}})), "post"),
+        ("no arguments", post(json!(4), json!({"name": "post"})), "post"),
+        ("too large", post(json!(5), ask(&pad)), "answered"),
+        ("too large, no id", post(Value::Null, ask(&pad)), "answered"),
+        ("an id that is null", post(Value::Null, ask("Null?")), "answered"),
+        ("not JSON-RPC 2.0", json!({"jsonrpc": "1.0", "id": 6, "method": "tools/call", "params": ask("Old?")}), "answered"),
+        ("an unsupported version", post(json!(7), future), "answered"),
+        ("a notification", json!({"jsonrpc": "2.0", "method": "tools/call", "params": ask("Unheard?")}), "answered"),
+        ("too large, a notification", json!({"jsonrpc": "2.0", "method": "tools/call", "params": ask(&pad)}), "answered"),
+        ("another tool", post(json!(8), json!({"name": "whoami"})), "other"),
+        ("a name that is not a string", post(json!(9), json!({"name": 5})), "other"),
+        ("params that are not an object", json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": [1]}), "other"),
+        ("a batch", json!([post(json!(11), ask("Batched?"))]), "other"),
+    ];
+    for (what, request, kind) in cases {
+        let size = request.to_string().len();
+        let expected = direct.mcp_value(Some(&alice_d), request.clone(), size);
+        let (took, got) = match split.mcp_post_call(request.clone(), size) {
+            McpCall::Post(McpPost { envelope, answer }) => {
+                let outcome = split.call(Some(&alice_s), "post", &envelope);
+                ("post", Some(answer.reply(outcome)))
+            }
+            McpCall::Answered(reply) => ("answered", reply),
+            McpCall::Other(back) => {
+                assert_eq!(back, request, "{what}: handed back as it came");
+                ("other", split.mcp_value(Some(&alice_s), back, size))
+            }
+        };
+        assert_eq!(took, kind, "{what}");
+        assert_eq!(got, expected, "{what}");
+        if let Some(reply) = &got {
+            agrees(reply);
+        }
+    }
+    let threads = |forum: &Forum, token: &str| {
+        forum.call(Some(token), "list_threads", &json!({})).unwrap()["items"].take()
+    };
+    let posted = threads(&split, &alice_s);
+    assert_eq!(posted, threads(&direct, &alice_d));
+    assert_eq!(posted.as_array().unwrap().len(), 2, "{posted}");
+}
+
+/// A post's failure other than a refusal is a JSON-RPC internal error, as the
+/// handler answers a failed generic call.
+#[test]
+fn a_post_call_that_failed_is_an_internal_error() {
+    use super::{McpCall, McpPost};
+
+    let forum = forum();
+    let request = json!({"jsonrpc": "2.0", "id": "f", "method": "tools/call",
+                         "params": {"name": "post", "arguments": {"kind": "ask", "body": "Lost?"}}});
+    let McpCall::Post(McpPost { answer, .. }) = forum.mcp_post_call(request, 100) else {
+        panic!("a post call");
+    };
+    let reply = answer.reply(Err(crate::Error::storage("the disk went away".into())));
+    agrees(&reply);
+    assert_eq!(reply.error_code, Some(-32603));
+    assert_eq!(reply.reason.as_deref(), Some("jsonrpc -32603"));
+    let text: Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(
+        text["error"]["message"],
+        "Internal error: storage error: the disk went away"
+    );
+}

@@ -2,6 +2,12 @@
 //! gets its answer as `application/json` (202 and no body for a notification). The
 //! JSON-RPC handling itself is the engine's (`Forum::mcp`); this module only carries it.
 //!
+//! There is one path for posts: a `tools/call` of `post` goes through the queue of
+//! posts (`posts`), as REST's `POST /v1/messages` does, so concurrent posts of both
+//! share group commits. The engine checks the call and answers its outcome
+//! (`Forum::mcp_post_call`, `McpAnswer::reply`), so the response is the one
+//! `Forum::mcp` gives. Every other message runs on tokio's blocking pool.
+//!
 //! A `tools/call` of a waiting read with `wait_ms` (SPEC §14.2) waits here, as the
 //! REST reads do (see `waits`): the engine answers the call with `wait_ms` left
 //! out, again after each commit, until the answer has items, is an error, or the
@@ -12,14 +18,14 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use parley_forum::{Reason, Refusal};
+use parley_forum::{Error, Reason, Refusal};
 use serde_json::{json, Value};
 
 use super::mcp_headers::{self, Route};
 use super::waits::{self, Plan, Waited, Waits};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
 use parley_forum::mcp::codes::{INVALID_REQUEST, PARSE_ERROR};
-use parley_forum::mcp::{error_response, McpReply, ToolOutcome};
+use parley_forum::mcp::{error_response, McpCall, McpPost, McpReply, ToolOutcome};
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     // A token that is absent goes on to the engine, which answers the operations that
@@ -67,9 +73,10 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     };
     let route = mcp_headers::route(&headers);
     let size = text.len();
-    // Parsed once, here: to check its headers, to name its tool in the log, to plan
-    // a wait, and for the engine to answer it. The engine's answer says what the
-    // status and the log need, so it is never read back either.
+    // Parsed once, here: to check its headers, to name its tool in the log, to send
+    // a post to the queue of posts, to plan a wait, and for the engine to answer it.
+    // The engine's answer says what the status and the log need, so it is never
+    // read back either.
     let parsed = serde_json::from_str::<Value>(&text).ok();
     if route == Route::Modern {
         if let Some(body) = &parsed {
@@ -79,21 +86,13 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
     }
     let tool = parsed.as_ref().and_then(super::log::tool_in);
-    let forum = app.forum.clone();
     let reply = match parsed {
         // Not JSON: the engine answers with its parse error, from the text.
-        None => blocking(move || forum.mcp_reply(token.as_deref(), &text)).await,
-        Some(mut request) => match waiting_call(&app.waits, &mut request) {
-            None => blocking(move || forum.mcp_value(token.as_deref(), request, size)).await,
-            Some(wait) => {
-                let run = move || forum.mcp_value(token.as_deref(), request.clone(), size);
-                match waits::wait(&app, wait, run, tool_settled).await {
-                    Ok(Waited::Done(reply)) => Ok(reply),
-                    Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(r, &app.waits))),
-                    Err(resp) => Err(resp),
-                }
-            }
-        },
+        None => {
+            let forum = app.forum.clone();
+            blocking(move || forum.mcp_reply(token.as_deref(), &text)).await
+        }
+        Some(request) => run(&app, token, request, size).await,
     };
     let reply = match reply {
         Ok(reply) => reply,
@@ -113,6 +112,45 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
         None => StatusCode::ACCEPTED.into_response(),
     }
+}
+
+/// The engine's answer to a message parsed already: a post through the queue of
+/// posts, every other message on the blocking pool (a waiting read as often as it
+/// must run).
+async fn run(
+    app: &App,
+    token: Option<String>,
+    request: Value,
+    size: usize,
+) -> Result<Option<McpReply>, Response> {
+    let mut request = match app.forum.mcp_post_call(request, size) {
+        McpCall::Post(McpPost { envelope, answer }) => {
+            let outcome = app.posts.post(token, envelope).await;
+            return Ok(Some(
+                answer.reply(outcome.unwrap_or_else(|| Err(engine_failed()))),
+            ));
+        }
+        McpCall::Answered(reply) => return Ok(reply),
+        McpCall::Other(request) => request,
+    };
+    let forum = app.forum.clone();
+    match waiting_call(&app.waits, &mut request) {
+        None => blocking(move || forum.mcp_value(token.as_deref(), request, size)).await,
+        Some(wait) => {
+            let run = move || forum.mcp_value(token.as_deref(), request.clone(), size);
+            match waits::wait(app, wait, run, tool_settled).await {
+                Ok(Waited::Done(reply)) => Ok(reply),
+                Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(r, &app.waits))),
+                Err(resp) => Err(resp),
+            }
+        }
+    }
+}
+
+/// The failure a post gets when the engine thread went away without answering (it
+/// panicked): a JSON-RPC internal error, as REST answers 500 `internal_error`.
+fn engine_failed() -> Error {
+    Error::storage("the engine call failed".into())
 }
 
 /// For a `tools/call` that is to wait here: how long, with `wait_ms` taken out of
@@ -206,14 +244,4 @@ pub(crate) fn too_large_response(max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn too_large_carries_the_refusal() {
-        let v: Value = serde_json::from_str(&too_large_response(10)).unwrap();
-        assert_eq!(v["error"]["data"]["reason"], "payload_too_large");
-        assert_eq!(v["error"]["data"]["status"], 413);
-        assert!(v["id"].is_null());
-    }
-}
+mod tests;

@@ -2,11 +2,11 @@
 //! SPEC §11.2 under `/v1`, one engine behind both.
 //!
 //! The engine is blocking (redb), so no call runs on an async worker: a read runs
-//! on tokio's blocking pool, a post on the engine thread (`posts`), each run of a
-//! waiting read on a reader thread (`readers`). On SIGINT or SIGTERM the listener
-//! stops accepting, requests in flight finish (within a grace period), and the
-//! forum is closed only after the last engine call has returned, so no
-//! acknowledged write is lost.
+//! on tokio's blocking pool, a post (REST or MCP) on the engine thread (`posts`),
+//! each run of a waiting read on a reader thread (`readers`). On SIGINT or SIGTERM
+//! the listener stops accepting, requests in flight finish (within a grace
+//! period), and the forum is closed only after the last engine call has returned,
+//! so no acknowledged write is lost.
 //!
 //! Before a request reaches a route: the connection counts against a cap and is held
 //! to a header and an idle timeout (`connections`); its `Host` must be allowed
@@ -514,6 +514,8 @@ pub(crate) mod testing {
     pub(crate) struct TestServer {
         pub(crate) addr: SocketAddr,
         pub(crate) forum: Arc<Forum>,
+        /// The server's queue of posts.
+        pub(crate) posts: Arc<Posts>,
         stop: watch::Sender<bool>,
         runtime: Option<tokio::runtime::Runtime>,
     }
@@ -527,6 +529,7 @@ pub(crate) mod testing {
                 .unwrap();
             let forum = Arc::new(forum);
             let (stop, stopping) = watch::channel(false);
+            let posts = Arc::new(Posts::start(&forum).unwrap());
             let limits = connections::Limits {
                 header_timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(60),
@@ -536,7 +539,7 @@ pub(crate) mod testing {
                 forum: Arc::clone(&forum),
                 origins: Arc::new(Origins::new(&[]).unwrap()),
                 hosts: Arc::new(Hosts::new(&[]).unwrap()),
-                posts: Arc::new(Posts::start(&forum).unwrap()),
+                posts: Arc::clone(&posts),
                 readers: Arc::new(Readers::start().unwrap()),
                 waits: Arc::new(Waits::new(&forum, 16)),
                 heartbeat,
@@ -556,6 +559,7 @@ pub(crate) mod testing {
             TestServer {
                 addr,
                 forum,
+                posts,
                 stop,
                 runtime: Some(runtime),
             }

@@ -1,5 +1,10 @@
 //! Posts from HTTP requests, handed to the engine in bunches.
 //!
+//! This is the server's one path for posts: REST's `POST /v1/messages`, MCP's
+//! `tools/call` of `post` over Streamable HTTP (`mcp`) and the admin channel's
+//! posts all queue here, so concurrent posts share bunches and group commits
+//! whichever way they came.
+//!
 //! A post blocks until its batch is on disk, so it cannot run on an async worker.
 //! Handing each one to tokio's blocking pool costs a thread hand-off there and a
 //! wake-up back, and the engine then wakes each of those threads once its batch is
@@ -91,6 +96,12 @@ impl Posts {
         }
         self.shared.ready.notify_one();
         outcome.await.ok()
+    }
+
+    /// Requests queued and not yet taken by an engine thread.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.shared.lock().waiting.len()
     }
 
     /// Posts every request already queued, then stops the engine threads; returns
