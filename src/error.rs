@@ -267,32 +267,6 @@ impl From<Refusal> for Error {
     }
 }
 
-// The store turns redb's errors into `Error` with `?`. These impls are public as
-// every impl of a public trait for a public type is, so they are hidden from the
-// docs: redb is no part of the API, and no caller outside the crate should rely
-// on them. They go once the store maps its redb errors by a crate-private helper
-// (about 160 `?` in `src/store/`).
-macro_rules! storage_errors {
-    ($($ty:ty),*) => {$(
-        #[doc(hidden)]
-        impl From<$ty> for Error {
-            fn from(err: $ty) -> Self {
-                Error::storage_caused_by(err.to_string(), err)
-            }
-        }
-    )*};
-}
-
-storage_errors!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError
-);
-
 /// Result of the library's fallible functions.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -79,12 +79,10 @@ pub mod storage {
     };
     pub use crate::store::{is_postgres_url, scheme, without_password};
 
-    // Test hooks, not API (a forum opens its backend in `Forum::open`):
-    // tests/power_loss.rs runs a forum over a redb backend that records every write
-    // (`RedbStore::with_backend`, whose argument is a redb type), and
+    // A test hook, not API (a forum opens its backend in `Forum::open`):
     // tests/postgres.rs holds a snapshot open beside a forum (`PgStore::open`).
     #[doc(hidden)]
-    pub use crate::store::{PgStore, RedbStore};
+    pub use crate::store::PgStore;
 }
 
 pub use config::{Clock, Config, Durability, Limits, Progress};

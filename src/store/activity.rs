@@ -24,6 +24,7 @@
 //! the lists (27 k of 331 k instructions; the thread's first post in the tail
 //! still takes its old entry out).
 
+use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::blocks;
@@ -84,7 +85,7 @@ fn held(
     state: u8,
     block: u64,
 ) -> Result<Vec<(u8, u64)>> {
-    match table.get((state, block))? {
+    match table.get((state, block)).or_storage()? {
         Some(v) => entries(v.value()),
         None => Ok(Vec::new()),
     }
@@ -103,7 +104,9 @@ pub(super) fn put(
         Ok(i) => held[i].1 = thread,
         Err(i) => held.insert(i, (slot, thread)),
     }
-    table.insert((state, block), encode(&held).as_slice())?;
+    table
+        .insert((state, block), encode(&held).as_slice())
+        .or_storage()?;
     Ok(())
 }
 
@@ -120,9 +123,11 @@ pub(super) fn remove(
     };
     held.remove(i);
     if held.is_empty() {
-        table.remove((state, block))?;
+        table.remove((state, block)).or_storage()?;
     } else {
-        table.insert((state, block), encode(&held).as_slice())?;
+        table
+            .insert((state, block), encode(&held).as_slice())
+            .or_storage()?;
     }
     Ok(())
 }
@@ -150,10 +155,10 @@ pub(super) fn tail_threads(
 pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<()> {
     let mut adds: std::collections::BTreeMap<(u8, u64), Vec<(u8, u64)>> = Default::default();
     {
-        let places = txn.open_table(PLACES)?;
-        let messages = txn.open_table(MESSAGES)?;
+        let places = txn.open_table(PLACES).or_storage()?;
+        let messages = txn.open_table(MESSAGES).or_storage()?;
         for thread in tail_threads(&places, after)? {
-            let Some(rec) = messages.get((thread, THREAD_RECORD))? else {
+            let Some(rec) = messages.get((thread, THREAD_RECORD)).or_storage()? else {
                 continue;
             };
             let rec = codec::decode_thread(rec.value())?;
@@ -168,7 +173,7 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
                 .push((slot, thread));
         }
     }
-    let mut table = txn.open_table(PLACES)?;
+    let mut table = txn.open_table(PLACES).or_storage()?;
     for ((state, block), add) in adds {
         let mut held = held(&table, state, block)?;
         for (slot, thread) in add {
@@ -177,7 +182,9 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
                 Err(i) => held.insert(i, (slot, thread)),
             }
         }
-        table.insert((state, block), encode(&held).as_slice())?;
+        table
+            .insert((state, block), encode(&held).as_slice())
+            .or_storage()?;
     }
     Ok(())
 }
@@ -186,36 +193,43 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
 /// thread there, and makes it version 6 (see the module docs). One transaction:
 /// the tail is at most [`super::words::MERGE_AT`] messages.
 pub(super) fn leave_tail(db: &Db) -> Result<()> {
-    let txn = db.begin_write()?;
+    let txn = db.begin_write().or_storage()?;
     {
-        let meta = txn.open_table(META)?;
-        if meta.get("schema_version")?.map(|v| v.value()) != Some(5) {
+        let meta = txn.open_table(META).or_storage()?;
+        if meta.get("schema_version").or_storage()?.map(|v| v.value()) != Some(5) {
             return Ok(());
         }
         let merged = super::words::merged_through(&meta)?;
         drop(meta);
-        let mut table = txn.open_table(PLACES)?;
+        let mut table = txn.open_table(PLACES).or_storage()?;
         let first = merged.saturating_add(1) / PER_BLOCK;
         for state in State::FORWARD.into_iter().chain(State::SIDE) {
             let state = state.code();
             let found = table
-                .range((state, first)..=(state, u64::MAX))?
+                .range((state, first)..=(state, u64::MAX))
+                .or_storage()?
                 .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .or_storage()?;
             for (block, bytes) in found {
                 let base = block.checked_mul(PER_BLOCK).ok_or_else(damaged)?;
                 let mut held = entries(&bytes)?;
                 held.retain(|&(slot, _)| base + u64::from(slot) <= merged);
                 if held.is_empty() {
-                    table.remove((state, block))?;
+                    table.remove((state, block)).or_storage()?;
                 } else {
-                    table.insert((state, block), encode(&held).as_slice())?;
+                    table
+                        .insert((state, block), encode(&held).as_slice())
+                        .or_storage()?;
                 }
             }
         }
     }
-    txn.open_table(META)?.insert("schema_version", 6)?;
-    txn.commit()?;
+    txn.open_table(META)
+        .or_storage()?
+        .insert("schema_version", 6)
+        .or_storage()?;
+    txn.commit().or_storage()?;
     Ok(())
 }
 
@@ -236,7 +250,9 @@ impl<'t> Cursor<'t> {
     ) -> Result<Cursor<'t>> {
         let first = after.saturating_add(1) / PER_BLOCK;
         Ok(Cursor {
-            range: table.range((state, first)..=(state, u64::MAX))?,
+            range: table
+                .range((state, first)..=(state, u64::MAX))
+                .or_storage()?,
             after,
             block: Vec::new(),
             at: 0,
@@ -256,7 +272,7 @@ impl<'t> Cursor<'t> {
             let Some(item) = self.range.next() else {
                 return Ok(None);
             };
-            let (k, v) = item?;
+            let (k, v) = item.or_storage()?;
             let base = k.value().1.checked_mul(PER_BLOCK).ok_or_else(damaged)?;
             self.block = entries(v.value())?
                 .into_iter()
@@ -277,23 +293,29 @@ const PER_STEP: usize = 20_000;
 pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
     let (lo, hi) = key::all_activity();
     let total = {
-        let txn = db.begin_read()?;
-        let index = txn.open_table(INDEX)?;
-        index.range(lo.as_slice()..hi.as_slice())?.count() as u64
+        let txn = db.begin_read().or_storage()?;
+        let index = txn.open_table(INDEX).or_storage()?;
+        index
+            .range(lo.as_slice()..hi.as_slice())
+            .or_storage()?
+            .count() as u64
     };
     in_steps(db, progress, "moving the thread list", total, |txn| {
         let moved = txn
-            .open_table(INDEX)?
-            .range(lo.as_slice()..hi.as_slice())?
+            .open_table(INDEX)
+            .or_storage()?
+            .range(lo.as_slice()..hi.as_slice())
+            .or_storage()?
             .take(PER_STEP)
             .map(|e| e.map(|(k, v)| (k.value().to_vec(), v.value())))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let mut list = txn.open_table(PLACES)?;
-        let mut index = txn.open_table(INDEX)?;
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .or_storage()?;
+        let mut list = txn.open_table(PLACES).or_storage()?;
+        let mut index = txn.open_table(INDEX).or_storage()?;
         for (k, thread) in &moved {
             let (state, pos) = key::split_activity(k).ok_or_else(damaged)?;
             put(&mut list, state, pos, *thread)?;
-            index.remove(k.as_slice())?;
+            index.remove(k.as_slice()).or_storage()?;
         }
         Ok(moved.len())
     })

@@ -13,6 +13,7 @@
 //! which spares a post the branch pages of one more path of the large one
 //! (13 k of 348 k instructions, `examples/post_profile.rs`).
 
+use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::redb_open::{in_steps, Db};
@@ -65,7 +66,7 @@ pub(super) fn place(
     places: &impl ReadableTable<(u8, u64), &'static [u8]>,
     id: u64,
 ) -> Result<Option<Place>> {
-    match places.get((MAP, id / PER_BLOCK))? {
+    match places.get((MAP, id / PER_BLOCK)).or_storage()? {
         Some(block) => {
             check(block.value())?;
             entry(block.value(), (id % PER_BLOCK) as usize)
@@ -88,7 +89,7 @@ pub(super) fn put(
     }
     let key = (MAP, id / PER_BLOCK);
     let slot = (id % PER_BLOCK) as usize;
-    let mut block = match places.get(key)? {
+    let mut block = match places.get(key).or_storage()? {
         Some(old) => old.value().to_vec(),
         None => Vec::with_capacity(PER_BLOCK as usize * 8),
     };
@@ -98,7 +99,7 @@ pub(super) fn put(
     }
     let raw = thread | if keyed { KEYED } else { 0 };
     block[slot * 8..slot * 8 + 8].copy_from_slice(&raw.to_le_bytes());
-    places.insert(key, block.as_slice())?;
+    places.insert(key, block.as_slice()).or_storage()?;
     Ok(())
 }
 
@@ -120,9 +121,11 @@ pub(super) fn set_keyed(
 /// The highest message id stored, or 0.
 pub(super) fn last(places: &impl ReadableTable<(u8, u64), &'static [u8]>) -> Result<u64> {
     let last = places
-        .range((MAP, 0)..=(MAP, u64::MAX))?
+        .range((MAP, 0)..=(MAP, u64::MAX))
+        .or_storage()?
         .next_back()
-        .transpose()?;
+        .transpose()
+        .or_storage()?;
     let Some((k, block)) = last else {
         return Ok(0);
     };
@@ -143,8 +146,11 @@ pub(super) fn scan(
     let Some(from) = after.checked_add(1) else {
         return Ok(());
     };
-    for item in places.range((MAP, from / PER_BLOCK)..=(MAP, u64::MAX))? {
-        let (k, block) = item?;
+    for item in places
+        .range((MAP, from / PER_BLOCK)..=(MAP, u64::MAX))
+        .or_storage()?
+    {
+        let (k, block) = item.or_storage()?;
         let block = block.value();
         check(block)?;
         let first = k.value().1 * PER_BLOCK;
@@ -171,23 +177,29 @@ const PER_STEP: usize = 2_000;
 /// and deletes what it moved: a crash resumes where the last step ended.
 pub(super) fn migrate(db: &Db, progress: Option<&Progress>) -> Result<()> {
     let total = {
-        let txn = db.begin_read()?;
-        let messages = txn.open_table(MESSAGES)?;
-        messages.range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))?.count() as u64
+        let txn = db.begin_read().or_storage()?;
+        let messages = txn.open_table(MESSAGES).or_storage()?;
+        messages
+            .range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))
+            .or_storage()?
+            .count() as u64
     };
     in_steps(db, progress, "moving the message map", total, |txn| {
         let moved = txn
-            .open_table(MESSAGES)?
-            .range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))?
+            .open_table(MESSAGES)
+            .or_storage()?
+            .range((V4_SLOT, 0)..=(V4_SLOT, u64::MAX))
+            .or_storage()?
             .take(PER_STEP)
             .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let mut places = txn.open_table(PLACES)?;
-        let mut messages = txn.open_table(MESSAGES)?;
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .or_storage()?;
+        let mut places = txn.open_table(PLACES).or_storage()?;
+        let mut messages = txn.open_table(MESSAGES).or_storage()?;
         for (n, block) in &moved {
             check(block)?;
-            places.insert((MAP, *n), block.as_slice())?;
-            messages.remove((V4_SLOT, *n))?;
+            places.insert((MAP, *n), block.as_slice()).or_storage()?;
+            messages.remove((V4_SLOT, *n)).or_storage()?;
         }
         Ok(moved.len())
     })

@@ -1,5 +1,6 @@
 //! `check`: what an offline look at a closed forum file finds.
 
+use crate::store::redb_error::OrStorage;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -63,7 +64,7 @@ fn checked(path: &Path) -> Result<CheckReport> {
         Error::storage_caused_by(format!("cannot check {}: {e}", path.display()), e)
     })?;
     let mut db = redb_open::open_file(path, false)?;
-    let sound = redb_open::unpanicked(path, || Ok(db.check_integrity()?))?;
+    let sound = redb_open::unpanicked(path, || db.check_integrity().or_storage())?;
     // Refuses a redb file of another application, and migrates an older schema
     // exactly as an open would.
     drop(db);
@@ -73,26 +74,32 @@ fn checked(path: &Path) -> Result<CheckReport> {
 }
 
 fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
-    let txn = db.begin_read()?;
+    let txn = db.begin_read().or_storage()?;
     let schema_version = txn
-        .open_table(META)?
-        .get("schema_version")?
+        .open_table(META)
+        .or_storage()?
+        .get("schema_version")
+        .or_storage()?
         .map_or(0, |v| v.value());
     let mut report = CheckReport {
         sound,
         schema_version,
         threads: 0,
         messages: 0,
-        claims: txn.open_table(CLAIMS)?.len()?,
-        events: txn.open_table(EVENTS)?.len()?,
-        identities: txn.open_table(IDENTITIES)?.len()?,
-        tokens: txn.open_table(TOKENS)?.len()?,
+        claims: txn.open_table(CLAIMS).or_storage()?.len().or_storage()?,
+        events: txn.open_table(EVENTS).or_storage()?.len().or_storage()?,
+        identities: txn
+            .open_table(IDENTITIES)
+            .or_storage()?
+            .len()
+            .or_storage()?,
+        tokens: txn.open_table(TOKENS).or_storage()?.len().or_storage()?,
         unreadable: Vec::new(),
         bytes: meta.len(),
         mode: meta.permissions().mode() & 0o7777,
     };
-    for entry in txn.open_table(MESSAGES)?.iter()? {
-        let (key, value) = entry?;
+    for entry in txn.open_table(MESSAGES).or_storage()?.iter().or_storage()? {
+        let (key, value) = entry.or_storage()?;
         let (thread, message) = key.value();
         if message == THREAD_RECORD {
             report.threads += 1;
@@ -110,8 +117,8 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
             }
         }
     }
-    for entry in txn.open_table(PLACES)?.iter()? {
-        let (key, value) = entry?;
+    for entry in txn.open_table(PLACES).or_storage()?.iter().or_storage()? {
+        let (key, value) = entry.or_storage()?;
         let (slot, block) = key.value();
         let checked = if slot == blocks::MAP {
             blocks::check(value.value())

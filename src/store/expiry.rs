@@ -7,6 +7,7 @@
 //! pass looks at a bounded number of ids, and the mark lets it pass the others
 //! without reading them.
 
+use crate::store::redb_error::OrStorage;
 use redb::ReadableTable;
 
 use super::blocks;
@@ -31,13 +32,18 @@ pub(super) fn forget(
     merged: u64,
     forget_tail: &mut dyn FnMut(&[u8], u64) -> bool,
 ) -> Result<Forgot> {
-    let from = txn.open_table(META)?.get(EXPIRED)?.map_or(0, |v| v.value());
+    let from = txn
+        .open_table(META)
+        .or_storage()?
+        .get(EXPIRED)
+        .or_storage()?
+        .map_or(0, |v| v.value());
     let budget = max.saturating_mul(IDS_PER_KEY);
     let (mut through, mut visited, mut more) = (from, 0usize, false);
     let mut expired: Vec<(u64, Vec<u8>)> = Vec::new();
     {
-        let places = txn.open_table(PLACES)?;
-        let messages = txn.open_table(MESSAGES)?;
+        let places = txn.open_table(PLACES).or_storage()?;
+        let messages = txn.open_table(MESSAGES).or_storage()?;
         blocks::scan(&places, from, |id, place| {
             if visited == budget || expired.len() == max {
                 more = true;
@@ -48,7 +54,7 @@ pub(super) fn forget(
                 through = id;
                 return Ok(true);
             }
-            let Some(record) = messages.get((place.thread, id))? else {
+            let Some(record) = messages.get((place.thread, id)).or_storage()? else {
                 through = id;
                 return Ok(true);
             };
@@ -65,7 +71,7 @@ pub(super) fn forget(
     }
     let mut keys = 0;
     if !expired.is_empty() {
-        let mut index = txn.open_table(INDEX)?;
+        let mut index = txn.open_table(INDEX).or_storage()?;
         for (id, record) in &expired {
             // A key used again after it expired names the newer post: it stays.
             // A record this transaction merged is in both places.
@@ -74,15 +80,21 @@ pub(super) fn forget(
                 keys += usize::from(in_tail);
                 continue;
             }
-            let current = index.get(record.as_slice())?.map(|v| v.value());
+            let current = index
+                .get(record.as_slice())
+                .or_storage()?
+                .map(|v| v.value());
             if current == Some(*id) {
-                index.remove(record.as_slice())?;
+                index.remove(record.as_slice()).or_storage()?;
                 keys += 1;
             }
         }
     }
     if through != from {
-        txn.open_table(META)?.insert(EXPIRED, through)?;
+        txn.open_table(META)
+            .or_storage()?
+            .insert(EXPIRED, through)
+            .or_storage()?;
     }
     Ok(Forgot { keys, more })
 }

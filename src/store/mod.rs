@@ -14,6 +14,7 @@ mod map_migration;
 mod postgres;
 mod tail;
 pub use crate::protocol::records;
+mod redb_error;
 mod redb_open;
 mod redb_store;
 mod tables;
@@ -21,7 +22,8 @@ mod words;
 
 pub use check::{check, CheckReport};
 pub use postgres::{is_postgres_url, scheme, without_password, PgStore};
-pub use redb_store::{check_integrity, RedbStore};
+pub use redb_store::check_integrity;
+pub(crate) use redb_store::RedbStore;
 
 use records::{
     ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot, TokenRec,

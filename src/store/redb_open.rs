@@ -2,6 +2,7 @@
 //! panic boundary around redb on a damaged file, and the migrations of older
 //! schema versions.
 
+use crate::store::redb_error::OrStorage;
 use std::path::Path;
 
 use redb::backends::FileBackend;
@@ -70,7 +71,10 @@ pub(super) fn commit_failed_on_io(e: &redb::CommitError) -> bool {
 /// Whether a file without Parley's metadata holds tables: it is then another
 /// application's redb database.
 pub(super) fn holds_foreign_tables(txn: &redb::WriteTransaction) -> Result<bool> {
-    Ok(txn.list_tables()?.any(|t| t.name() != META.name()))
+    Ok(txn
+        .list_tables()
+        .or_storage()?
+        .any(|t| t.name() != META.name()))
 }
 
 pub(super) fn cannot_open(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> Error {
@@ -144,13 +148,13 @@ fn check_read_only(path: &Path) -> Result<()> {
         Err(redb::DatabaseError::RepairAborted) => return Ok(()),
         Err(e) => return Err(redb_open_error(path, e)),
     };
-    let txn = db.begin_read()?;
+    let txn = db.begin_read().or_storage()?;
     let ours = match txn.open_table(META) {
-        Ok(meta) => meta.get("schema_version")?.is_some(),
+        Ok(meta) => meta.get("schema_version").or_storage()?.is_some(),
         Err(redb::TableError::TableDoesNotExist(_)) => false,
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(super::redb_error::storage(e)),
     };
-    if !ours && txn.list_tables()?.next().is_some() {
+    if !ours && txn.list_tables().or_storage()?.next().is_some() {
         return Err(Error::NotAForum(format!(
             "{} is a redb database of another application; Parley left it untouched",
             path.display()
@@ -172,12 +176,12 @@ pub(super) fn in_steps(
 ) -> Result<()> {
     let mut done = 0u64;
     while done < total {
-        let txn = db.begin_write()?;
+        let txn = db.begin_write().or_storage()?;
         let moved = step(&txn)?;
         if moved == 0 {
             break;
         }
-        txn.commit()?;
+        txn.commit().or_storage()?;
         done += moved as u64;
         if let Some(report) = progress {
             report(what, done.min(total), total);
@@ -194,16 +198,16 @@ const WORDS_PER_STEP: u64 = 5000;
 /// The file is version 3 once the last step commits.
 pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> {
     loop {
-        let txn = db.begin_write()?;
+        let txn = db.begin_write().or_storage()?;
         let (done, total, finished);
         {
-            let meta = txn.open_table(META)?;
-            if meta.get("schema_version")?.map(|v| v.value()) != Some(2) {
+            let meta = txn.open_table(META).or_storage()?;
+            if meta.get("schema_version").or_storage()?.map(|v| v.value()) != Some(2) {
                 return Ok(());
             }
             let from = super::words::merged_through(&meta)?;
             drop(meta);
-            total = super::blocks::last(&txn.open_table(PLACES)?)?;
+            total = super::blocks::last(&txn.open_table(PLACES).or_storage()?)?;
             done = total.min(from.saturating_add(WORDS_PER_STEP));
             super::words::merge(&txn, from, done)?;
             // The merged tail's threads belong in the thread list's blocks (see
@@ -214,10 +218,13 @@ pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> 
             if finished {
                 // Version 5 (the steps of versions 3 to 5 are done for a version-2
                 // file); `activity::leave_tail` then makes it 6.
-                txn.open_table(META)?.insert("schema_version", 5)?;
+                txn.open_table(META)
+                    .or_storage()?
+                    .insert("schema_version", 5)
+                    .or_storage()?;
             }
         }
-        txn.commit()?;
+        txn.commit().or_storage()?;
         if let Some(report) = progress {
             report("indexing words for search", done, total);
         }
@@ -230,13 +237,15 @@ pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> 
 /// Moves version 1's thread records into [`MESSAGES`], after each thread's messages.
 pub(super) fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
     {
-        let old = txn.open_table(THREADS_V1)?;
-        let mut messages = txn.open_table(MESSAGES)?;
-        for entry in old.iter()? {
-            let (id, record) = entry?;
-            messages.insert((id.value(), THREAD_RECORD), record.value())?;
+        let old = txn.open_table(THREADS_V1).or_storage()?;
+        let mut messages = txn.open_table(MESSAGES).or_storage()?;
+        for entry in old.iter().or_storage()? {
+            let (id, record) = entry.or_storage()?;
+            messages
+                .insert((id.value(), THREAD_RECORD), record.value())
+                .or_storage()?;
         }
     }
-    txn.delete_table(THREADS_V1)?;
+    txn.delete_table(THREADS_V1).or_storage()?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The embedded backend: one redb file (or redb's in-memory backend).
 
+use crate::store::redb_error::OrStorage;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +15,8 @@ use super::records::{
     TokenRec,
 };
 use super::redb_open::{
-    builder, commit_failed_on_io, holds_foreign_tables, is_io_failure, migrate_v1, migrate_words,
-    open_file, unpanicked, Db, ALREADY_OPEN, REOPEN_WAIT,
+    commit_failed_on_io, holds_foreign_tables, is_io_failure, migrate_v1, migrate_words, open_file,
+    unpanicked, Db, ALREADY_OPEN, REOPEN_WAIT,
 };
 use super::tables::*;
 use super::tail::{Delta, Tail};
@@ -35,7 +36,7 @@ const CACHED_THREADS: usize = 4096;
 type ThreadCache = Mutex<HashMap<u64, Arc<ThreadRec>>>;
 
 /// A forum stored in redb.
-pub struct RedbStore {
+pub(crate) struct RedbStore {
     /// The database, or `None` while it must be reopened: redb fails every call
     /// after an I/O error (a full disk, say) until it is opened anew, which the next
     /// call here does by itself (see [`RedbStore::database`]).
@@ -66,13 +67,17 @@ impl RedbStore {
     /// Creates or opens the forum file at `path` (see `docs/storage.md` for what is
     /// refused before anything is written). A durable forum commits through redb's
     /// durable commit; a volatile one commits without flushing.
-    pub fn open(path: &Path, durability: Durability) -> Result<Self> {
+    #[cfg(test)]
+    pub(crate) fn open(path: &Path, durability: Durability) -> Result<Self> {
         Self::open_with(path, durability, None)
     }
 
-    /// [`RedbStore::open`], telling `progress` how a migration of an older file
-    /// goes (the word index of a large forum takes a while to build).
-    pub fn open_with(
+    /// Creates or opens the forum file at `path` (see `docs/storage.md` for what is
+    /// refused before anything is written), telling `progress` how a migration of
+    /// an older file goes (the word index of a large forum takes a while to build).
+    /// A durable forum commits through redb's durable commit; a volatile one
+    /// commits without flushing.
+    pub(crate) fn open_with(
         path: &Path,
         durability: Durability,
         progress: Option<&Progress>,
@@ -84,20 +89,25 @@ impl RedbStore {
         Ok(store)
     }
 
-    /// A forum over another redb storage backend (a raw device, an encrypted file,
-    /// a test's fault injector). Unlike a forum file, it is not reopened by itself
-    /// after an I/O error.
-    pub fn with_backend(
+    /// A forum over another redb storage backend (here, the power-loss test's
+    /// recorder). Unlike a forum file, it is not reopened by itself after an I/O
+    /// error. Crate-private: redb is no part of the API.
+    #[cfg(test)]
+    pub(crate) fn with_backend(
         backend: impl redb::StorageBackend,
         durability: Durability,
     ) -> Result<Self> {
-        let db = builder().create_with_backend(backend)?;
+        let db = super::redb_open::builder()
+            .create_with_backend(backend)
+            .or_storage()?;
         Self::init(Db::new(db), durability)
     }
 
     /// A forum that lives in memory and vanishes with it.
-    pub fn in_memory() -> Result<Self> {
-        let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
+    pub(crate) fn in_memory() -> Result<Self> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .or_storage()?;
         Self::init(Db::new(db), Durability::Volatile)
     }
 
@@ -106,11 +116,11 @@ impl RedbStore {
     }
 
     fn init_with(db: Db, durability: Durability, progress: Option<&Progress>) -> Result<Self> {
-        let txn = db.begin_write()?;
+        let txn = db.begin_write().or_storage()?;
         let cursor_key;
         {
-            let mut meta = txn.open_table(META)?;
-            let version = meta.get("schema_version")?.map(|v| v.value());
+            let mut meta = txn.open_table(META).or_storage()?;
+            let version = meta.get("schema_version").or_storage()?.map(|v| v.value());
             match version {
                 Some(found) if found > SCHEMA_VERSION => {
                     return Err(Error::SchemaTooNew {
@@ -121,7 +131,7 @@ impl RedbStore {
                 Some(1) => {
                     migrate_v1(&txn)?;
                     // Version 2 now; the word index follows (`migrate_words`).
-                    meta.insert("schema_version", 2)?;
+                    meta.insert("schema_version", 2).or_storage()?;
                 }
                 Some(_) => {}
                 None => {
@@ -131,26 +141,31 @@ impl RedbStore {
                             "the file holds tables of another application".into(),
                         ));
                     }
-                    meta = txn.open_table(META)?;
-                    meta.insert("schema_version", SCHEMA_VERSION)?;
+                    meta = txn.open_table(META).or_storage()?;
+                    meta.insert("schema_version", SCHEMA_VERSION).or_storage()?;
                     let mut key = [0u8; 8];
                     getrandom::fill(&mut key)
                         .map_err(|e| Error::storage(format!("OS random source: {e}")))?;
-                    meta.insert("cursor_key", u64::from_le_bytes(key))?;
+                    meta.insert("cursor_key", u64::from_le_bytes(key))
+                        .or_storage()?;
                 }
             }
-            cursor_key = meta.get("cursor_key")?.map(|v| v.value()).unwrap_or(0);
+            cursor_key = meta
+                .get("cursor_key")
+                .or_storage()?
+                .map(|v| v.value())
+                .unwrap_or(0);
         }
         // Every table exists from the start, so reads never meet a missing one.
-        txn.open_table(TOKENS)?;
-        txn.open_table(IDENTITIES)?;
-        txn.open_table(MESSAGES)?;
-        txn.open_table(CLAIMS)?;
-        txn.open_table(EVENTS)?;
-        txn.open_table(INDEX)?;
-        txn.open_table(WORD_BLOCKS)?;
-        txn.open_table(PLACES)?;
-        txn.commit()?;
+        txn.open_table(TOKENS).or_storage()?;
+        txn.open_table(IDENTITIES).or_storage()?;
+        txn.open_table(MESSAGES).or_storage()?;
+        txn.open_table(CLAIMS).or_storage()?;
+        txn.open_table(EVENTS).or_storage()?;
+        txn.open_table(INDEX).or_storage()?;
+        txn.open_table(WORD_BLOCKS).or_storage()?;
+        txn.open_table(PLACES).or_storage()?;
+        txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.
         blocks::migrate(&db, progress)?;
         super::map_migration::migrate(&db, progress)?;
@@ -236,10 +251,10 @@ impl RedbStore {
                 self.failed(&db);
                 drop(db);
                 let db = self.reopen()?;
-                let t = begin(&db)?;
+                let t = begin(&db).or_storage()?;
                 Ok((db, t))
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(super::redb_error::storage(e)),
         }
     }
 }
@@ -249,7 +264,7 @@ impl RedbStore {
 /// a file.
 pub fn check_integrity(path: &Path) -> Result<bool> {
     let mut db = open_file(path, false)?;
-    let ok = unpanicked(path, || Ok(db.check_integrity()?))?;
+    let ok = unpanicked(path, || db.check_integrity().or_storage())?;
     drop(db);
     drop(RedbStore::open_existing(path)?);
     Ok(ok)
@@ -279,7 +294,7 @@ impl Store for RedbStore {
     fn write(&self) -> Result<Box<dyn WriteTx + '_>> {
         let (db, mut txn) = self.begin(|db| db.begin_write())?;
         if self.durability == Durability::Volatile {
-            txn.set_durability(redb::Durability::None)?;
+            txn.set_durability(redb::Durability::None).or_storage()?;
         }
         {
             let mut tail = lock_tail(&self.tail);
@@ -348,7 +363,7 @@ impl Snapshot<'_> {
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<redb::ReadOnlyTable<K, V>> {
-        Ok(self.txn.open_table(def)?)
+        self.txn.open_table(def).or_storage()
     }
 }
 
@@ -357,7 +372,7 @@ impl Writer<'_> {
         &self,
         def: TableDefinition<K, V>,
     ) -> Result<redb::Table<'_, K, V>> {
-        Ok(self.txn.open_table(def)?)
+        self.txn.open_table(def).or_storage()
     }
 
     /// The end of the merged word index as this transaction sees it.
@@ -425,7 +440,7 @@ fn read_thread(
     messages: &impl ReadableTable<(u64, u64), &'static [u8]>,
     id: u64,
 ) -> Result<Option<ThreadRec>> {
-    match messages.get((id, THREAD_RECORD))? {
+    match messages.get((id, THREAD_RECORD)).or_storage()? {
         Some(guard) => Ok(Some(codec::decode_thread(guard.value())?)),
         None => Ok(None),
     }
@@ -444,7 +459,7 @@ fn get_json<T: DeserializeOwned>(
     table: &impl ReadableTable<u64, &'static [u8]>,
     id: u64,
 ) -> Result<Option<T>> {
-    match table.get(id)? {
+    match table.get(id).or_storage()? {
         Some(guard) => Ok(Some(decode(guard.value())?)),
         None => Ok(None),
     }
@@ -453,5 +468,7 @@ fn get_json<T: DeserializeOwned>(
 mod read;
 mod write;
 
+#[cfg(test)]
+mod power_loss;
 #[cfg(test)]
 mod tests;

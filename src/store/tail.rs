@@ -24,6 +24,7 @@
 //!   lock, or merged after it began); a snapshot's answer is only a hint (the
 //!   post's batch decides, `engine::post::replay_early`).
 
+use crate::store::redb_error::OrStorage;
 use std::collections::HashMap;
 
 use redb::ReadableTable;
@@ -46,19 +47,19 @@ impl Tail {
     /// expiry has passed are left out.
     pub(super) fn load(txn: &redb::WriteTransaction) -> Result<Tail> {
         let after = {
-            let meta = txn.open_table(META)?;
+            let meta = txn.open_table(META).or_storage()?;
             let merged = super::words::merged_through(&meta)?;
-            let expired = meta.get(EXPIRED)?.map_or(0, |v| v.value());
+            let expired = meta.get(EXPIRED).or_storage()?.map_or(0, |v| v.value());
             merged.max(expired)
         };
-        let places = txn.open_table(PLACES)?;
-        let messages = txn.open_table(MESSAGES)?;
+        let places = txn.open_table(PLACES).or_storage()?;
+        let messages = txn.open_table(MESSAGES).or_storage()?;
         let mut keys = HashMap::new();
         blocks::scan(&places, after, |id, place| {
             if !place.keyed {
                 return Ok(true);
             }
-            if let Some(record) = messages.get((place.thread, id))? {
+            if let Some(record) = messages.get((place.thread, id)).or_storage()? {
                 let message = codec::decode(record.value())?;
                 if let Some(k) = &message.key {
                     keys.insert(key::idempotency(&message.identity, &k.key), id);
@@ -76,10 +77,15 @@ impl Tail {
     /// merged posts' records, as version 5 keeps it.
     pub(super) fn migrate(txn: &redb::WriteTransaction) -> Result<()> {
         let tail = Tail::load(txn)?;
-        let mut index = txn.open_table(INDEX)?;
+        let mut index = txn.open_table(INDEX).or_storage()?;
         for (record, id) in &tail.keys.0 {
-            if index.get(record.as_slice())?.map(|v| v.value()) == Some(*id) {
-                index.remove(record.as_slice())?;
+            if index
+                .get(record.as_slice())
+                .or_storage()?
+                .map(|v| v.value())
+                == Some(*id)
+            {
+                index.remove(record.as_slice()).or_storage()?;
             }
         }
         Ok(())

@@ -13,6 +13,7 @@
 //! candidate, and the candidate drops to the lowest answer, so the steps are
 //! bounded by the postings of the rarest word.
 
+use crate::store::redb_error::OrStorage;
 use std::collections::HashMap;
 
 use redb::ReadableTable;
@@ -81,7 +82,7 @@ fn encode_block(first: u64, pairs: &[(u64, u64)]) -> Vec<u8> {
 
 /// Where the merged part of the index ends, as committed.
 pub(super) fn merged_through(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64> {
-    Ok(meta.get(MERGED)?.map_or(0, |v| v.value()))
+    Ok(meta.get(MERGED).or_storage()?.map_or(0, |v| v.value()))
 }
 
 /// Visits the tail's messages `(message, thread, body)` with ids in `(after, upto]`,
@@ -100,7 +101,7 @@ fn tail(
         if id > upto {
             return Ok(false);
         }
-        if let Some(rec) = messages.get((place.thread, id))? {
+        if let Some(rec) = messages.get((place.thread, id)).or_storage()? {
             visit(id, place.thread, codec::body(rec.value())?);
         }
         Ok(true)
@@ -129,8 +130,8 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
     let mut by_word: HashMap<String, Vec<(u64, u64)>, foldhash::fast::RandomState> =
         HashMap::default();
     {
-        let places = txn.open_table(PLACES)?;
-        let messages = txn.open_table(MESSAGES)?;
+        let places = txn.open_table(PLACES).or_storage()?;
+        let messages = txn.open_table(MESSAGES).or_storage()?;
         let mut lower = String::new();
         tail(&places, &messages, after, upto, |id, thread, body| {
             words::for_each_word(body, &mut lower, |w| match by_word.get_mut(w) {
@@ -148,12 +149,14 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
     // In word order: neighbouring blocks then share the tree's pages.
     let mut by_word: Vec<(String, Vec<(u64, u64)>)> = by_word.into_iter().collect();
     by_word.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut blocks = txn.open_table(WORD_BLOCKS)?;
+    let mut blocks = txn.open_table(WORD_BLOCKS).or_storage()?;
     for (word, pairs) in by_word {
         let last = blocks
-            .range((word.as_str(), 0)..=(word.as_str(), u64::MAX))?
+            .range((word.as_str(), 0)..=(word.as_str(), u64::MAX))
+            .or_storage()?
             .next_back()
-            .transpose()?
+            .transpose()
+            .or_storage()?
             .map(|(k, v)| (k.value().1, v.value().to_vec()));
         let mut rest = pairs.as_slice();
         if let Some((first, bytes)) = last {
@@ -162,22 +165,29 @@ pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Resu
                 let take = (BLOCK_PAIRS - held.len()).min(rest.len());
                 held.extend_from_slice(&rest[..take]);
                 rest = &rest[take..];
-                blocks.insert(
-                    (word.as_str(), first),
-                    encode_block(first, &held).as_slice(),
-                )?;
+                blocks
+                    .insert(
+                        (word.as_str(), first),
+                        encode_block(first, &held).as_slice(),
+                    )
+                    .or_storage()?;
             }
         }
         for chunk in rest.chunks(BLOCK_PAIRS) {
             let first = chunk[0].0;
-            blocks.insert(
-                (word.as_str(), first),
-                encode_block(first, chunk).as_slice(),
-            )?;
+            blocks
+                .insert(
+                    (word.as_str(), first),
+                    encode_block(first, chunk).as_slice(),
+                )
+                .or_storage()?;
         }
     }
     drop(blocks);
-    txn.open_table(META)?.insert(MERGED, upto)?;
+    txn.open_table(META)
+        .or_storage()?
+        .insert(MERGED, upto)
+        .or_storage()?;
     Ok(())
 }
 
@@ -261,10 +271,15 @@ where
             return Ok(from_tail);
         }
         let word = list.word;
-        match t.blocks.range((word, 0)..=(word, upto))?.next_back() {
+        match t
+            .blocks
+            .range((word, 0)..=(word, upto))
+            .or_storage()?
+            .next_back()
+        {
             None => Ok(None),
             Some(entry) => {
-                let (k, v) = entry?;
+                let (k, v) = entry.or_storage()?;
                 let pairs = decode_block(k.value().1, v.value())?;
                 let i = pairs.partition_point(|&(m, _)| m <= upto);
                 Ok((i > 0).then(|| pairs[i - 1]))

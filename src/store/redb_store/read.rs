@@ -1,6 +1,7 @@
 //! The reads of a snapshot and of a writer, written once for both.
 
 use super::*;
+use crate::store::redb_error::OrStorage;
 
 /// One implementation of the reads for snapshots and writers alike.
 macro_rules! impl_read {
@@ -9,23 +10,35 @@ macro_rules! impl_read {
             fn last_id(&self, kind: IdKind) -> Result<u64> {
                 let last = match kind {
                     // Each thread's record is the last key of its range.
-                    IdKind::Thread => self.table(MESSAGES)?.last()?.map(|(k, _)| k.value().0),
+                    IdKind::Thread => self
+                        .table(MESSAGES)?
+                        .last()
+                        .or_storage()?
+                        .map(|(k, _)| k.value().0),
                     IdKind::Message => Some(blocks::last(&self.table(PLACES)?)?),
-                    IdKind::Claim => self.table(CLAIMS)?.last()?.map(|(k, _)| k.value()),
-                    IdKind::Event => self.table(EVENTS)?.last()?.map(|(k, _)| k.value()),
+                    IdKind::Claim => self
+                        .table(CLAIMS)?
+                        .last()
+                        .or_storage()?
+                        .map(|(k, _)| k.value()),
+                    IdKind::Event => self
+                        .table(EVENTS)?
+                        .last()
+                        .or_storage()?
+                        .map(|(k, _)| k.value()),
                 };
                 Ok(last.unwrap_or(0))
             }
 
             fn token(&self, key: &[u8]) -> Result<Option<TokenRec>> {
-                match self.table(TOKENS)?.get(key)? {
+                match self.table(TOKENS)?.get(key).or_storage()? {
                     Some(guard) => Ok(Some(decode(guard.value())?)),
                     None => Ok(None),
                 }
             }
 
             fn identity(&self, identity: &str) -> Result<Option<IdentityRec>> {
-                match self.table(IDENTITIES)?.get(identity)? {
+                match self.table(IDENTITIES)?.get(identity).or_storage()? {
                     Some(guard) => Ok(Some(decode(guard.value())?)),
                     None => Ok(None),
                 }
@@ -34,8 +47,8 @@ macro_rules! impl_read {
             fn identities(&self) -> Result<Vec<(String, IdentityRec)>> {
                 let table = self.table(IDENTITIES)?;
                 let mut out = Vec::new();
-                for entry in table.iter()? {
-                    let (k, v) = entry?;
+                for entry in table.iter().or_storage()? {
+                    let (k, v) = entry.or_storage()?;
                     out.push((k.value().to_string(), decode(v.value())?));
                 }
                 Ok(out)
@@ -50,7 +63,7 @@ macro_rules! impl_read {
                     return Ok(None);
                 };
                 let table = self.table(MESSAGES)?;
-                let found = match table.get((place.thread, id))? {
+                let found = match table.get((place.thread, id)).or_storage()? {
                     Some(guard) => Some(codec::decode(guard.value())?),
                     None => None,
                 };
@@ -63,8 +76,11 @@ macro_rules! impl_read {
                 // freed several times over, and glibc sweeps its small free chunks
                 // at each large free.
                 let mut out = Vec::with_capacity(expected.min(1 << 16));
-                for entry in table.range((thread, 0)..(thread, THREAD_RECORD))? {
-                    out.push(codec::decode(entry?.1.value())?);
+                for entry in table
+                    .range((thread, 0)..(thread, THREAD_RECORD))
+                    .or_storage()?
+                {
+                    out.push(codec::decode(entry.or_storage()?.1.value())?);
                 }
                 Ok(out)
             }
@@ -81,8 +97,8 @@ macro_rules! impl_read {
                 let table = self.table(INDEX)?;
                 let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
                 let mut out = Vec::new();
-                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
-                    let at = entry?.1.value() as i64;
+                for entry in table.range(lo.as_slice()..=hi.as_slice()).or_storage()? {
+                    let at = entry.or_storage()?.1.value() as i64;
                     if at >= since {
                         out.push(at);
                     }
@@ -97,8 +113,8 @@ macro_rules! impl_read {
                     key::turn(identity, after.saturating_add(1)),
                     key::turn(identity, u64::MAX),
                 );
-                for entry in table.range(lo.as_slice()..=hi.as_slice())? {
-                    let (k, v) = entry?;
+                for entry in table.range(lo.as_slice()..=hi.as_slice()).or_storage()? {
+                    let (k, v) = entry.or_storage()?;
                     if visit(key::tail(k.value()), v.value())? == Flow::Stop {
                         break;
                     }
@@ -190,7 +206,8 @@ macro_rules! impl_read {
                 }
                 let found = self
                     .table(INDEX)?
-                    .get(record.as_slice())?
+                    .get(record.as_slice())
+                    .or_storage()?
                     .map(|v| v.value());
                 let Some(id) = found else {
                     return Ok(None);
@@ -215,8 +232,11 @@ macro_rules! impl_read {
                     })?,
                     Some(thread) => {
                         let table = self.table(MESSAGES)?;
-                        for entry in table.range((thread, from)..(thread, THREAD_RECORD))? {
-                            let (k, _) = entry?;
+                        for entry in table
+                            .range((thread, from)..(thread, THREAD_RECORD))
+                            .or_storage()?
+                        {
+                            let (k, _) = entry.or_storage()?;
                             if visit(k.value().1, thread)? == Flow::Stop {
                                 break;
                             }
@@ -231,8 +251,8 @@ macro_rules! impl_read {
                 match thread {
                     None => {
                         let table = self.table(EVENTS)?;
-                        for entry in table.range(from..)? {
-                            let (k, v) = entry?;
+                        for entry in table.range(from..).or_storage()? {
+                            let (k, v) = entry.or_storage()?;
                             let event: EventRec = decode(v.value())?;
                             if visit(k.value(), event.thread)? == Flow::Stop {
                                 break;
@@ -245,8 +265,8 @@ macro_rules! impl_read {
                             key::thread_event(thread, from),
                             key::thread_event(thread, u64::MAX),
                         );
-                        for entry in table.range(lo.as_slice()..=hi.as_slice())? {
-                            let (k, _) = entry?;
+                        for entry in table.range(lo.as_slice()..=hi.as_slice()).or_storage()? {
+                            let (k, _) = entry.or_storage()?;
                             if visit(key::tail(k.value()), thread)? == Flow::Stop {
                                 break;
                             }

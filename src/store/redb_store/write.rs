@@ -1,6 +1,7 @@
 //! The writes of one transaction, and its commit.
 
 use super::*;
+use crate::store::redb_error::OrStorage;
 
 impl WriteTx for Writer<'_> {
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
@@ -24,13 +25,16 @@ impl WriteTx for Writer<'_> {
     }
 
     fn put_token(&mut self, key: &[u8], token: &TokenRec) -> Result<()> {
-        self.table(TOKENS)?.insert(key, encode(token)?.as_slice())?;
+        self.table(TOKENS)?
+            .insert(key, encode(token)?.as_slice())
+            .or_storage()?;
         Ok(())
     }
 
     fn put_identity(&mut self, identity: &str, rec: &IdentityRec) -> Result<()> {
         self.table(IDENTITIES)?
-            .insert(identity, encode(rec)?.as_slice())?;
+            .insert(identity, encode(rec)?.as_slice())
+            .or_storage()?;
         Ok(())
     }
 
@@ -49,10 +53,10 @@ impl WriteTx for Writer<'_> {
         if old_turn != new_turn {
             let mut index = self.table(INDEX)?;
             if let Some(k) = &old_turn {
-                index.remove(k.as_slice())?;
+                index.remove(k.as_slice()).or_storage()?;
             }
             if let Some(k) = &new_turn {
-                index.insert(k.as_slice(), thread.id)?;
+                index.insert(k.as_slice(), thread.id).or_storage()?;
             }
         }
         {
@@ -71,14 +75,18 @@ impl WriteTx for Writer<'_> {
             )?;
         }
         let mut messages = self.table(MESSAGES)?;
-        messages.insert(
-            (message.thread, message.id),
-            codec::encode(message).as_slice(),
-        )?;
-        messages.insert(
-            (thread.id, THREAD_RECORD),
-            codec::encode_thread(thread).as_slice(),
-        )?;
+        messages
+            .insert(
+                (message.thread, message.id),
+                codec::encode(message).as_slice(),
+            )
+            .or_storage()?;
+        messages
+            .insert(
+                (thread.id, THREAD_RECORD),
+                codec::encode_thread(thread).as_slice(),
+            )
+            .or_storage()?;
         drop(messages);
         self.written.insert(thread.id, Arc::clone(thread));
         Ok(())
@@ -86,7 +94,8 @@ impl WriteTx for Writer<'_> {
 
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
         self.table(CLAIMS)?
-            .insert(claim.id, encode(claim)?.as_slice())?;
+            .insert(claim.id, encode(claim)?.as_slice())
+            .or_storage()?;
         Ok(())
     }
 
@@ -102,7 +111,7 @@ impl WriteTx for Writer<'_> {
             };
             let mut index = self.table(INDEX)?;
             for (record, id) in records {
-                index.insert(record.as_slice(), id)?;
+                index.insert(record.as_slice(), id).or_storage()?;
             }
         }
         self.words_merged = Some(now.unwrap_or(merged));
@@ -120,7 +129,9 @@ impl WriteTx for Writer<'_> {
         if post.message > self.merged_mark()? {
             self.keys.add(record, post.message);
         } else {
-            self.table(INDEX)?.insert(record.as_slice(), post.message)?;
+            self.table(INDEX)?
+                .insert(record.as_slice(), post.message)
+                .or_storage()?;
         }
         Ok(())
     }
@@ -137,9 +148,11 @@ impl WriteTx for Writer<'_> {
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {
         self.table(EVENTS)?
-            .insert(event.id, encode(event)?.as_slice())?;
+            .insert(event.id, encode(event)?.as_slice())
+            .or_storage()?;
         self.table(INDEX)?
-            .insert(key::thread_event(event.thread, event.id).as_slice(), 0)?;
+            .insert(key::thread_event(event.thread, event.id).as_slice(), 0)
+            .or_storage()?;
         Ok(())
     }
 
@@ -153,15 +166,18 @@ impl WriteTx for Writer<'_> {
         let mut index = self.table(INDEX)?;
         let (lo, hi) = (key::write(identity, 0), key::write(identity, u64::MAX));
         let stale: Vec<Vec<u8>> = index
-            .range(lo.as_slice()..=hi.as_slice())?
+            .range(lo.as_slice()..=hi.as_slice())
+            .or_storage()?
             .filter_map(|e| e.ok())
             .filter(|(_, v)| (v.value() as i64) < forget_before)
             .map(|(k, _)| k.value().to_vec())
             .collect();
         for k in stale {
-            index.remove(k.as_slice())?;
+            index.remove(k.as_slice()).or_storage()?;
         }
-        index.insert(key::write(identity, message).as_slice(), at.max(0) as u64)?;
+        index
+            .insert(key::write(identity, message).as_slice(), at.max(0) as u64)
+            .or_storage()?;
         Ok(())
     }
 
@@ -186,7 +202,7 @@ impl WriteTx for Writer<'_> {
             if commit_failed_on_io(&e) {
                 store.failed(&db);
             }
-            return Err(e.into());
+            return Err(crate::store::redb_error::storage(e));
         }
         for thread in written.into_values() {
             keep_thread(&mut cache, thread);

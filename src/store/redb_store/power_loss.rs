@@ -6,12 +6,15 @@
 //!
 //! Sizes: `PARLEY_POWER_POSTS` posts (default 120) and `PARLEY_POWER_STATES` crash
 //! states (default 160), so the test runs in seconds.
+//!
+//! A unit test of the store, not an integration test: its backend is a redb type,
+//! which the public API never takes (`RedbStore::with_backend` is crate-private).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use parley_forum::storage::RedbStore;
-use parley_forum::{Config, Durability, Forum, Right, TokenSpec};
+use super::RedbStore;
+use crate::{Config, Durability, Forum, Right, TokenSpec};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
@@ -207,7 +210,7 @@ fn verify(image: &[u8], dir: &std::path::Path, token: &str, acked: &[&Acked]) {
         "{fresh} reused an acknowledged id"
     );
     drop(forum);
-    assert!(parley_forum::storage::check_integrity(&path).unwrap());
+    assert!(crate::store::check_integrity(&path).unwrap());
 }
 
 #[test]
