@@ -132,20 +132,21 @@ pub(super) fn remove(
     Ok(())
 }
 
-/// The distinct threads of the messages after `after` (in the word index's tail
-/// when `after` is at or past its mark), in no order.
+/// The threads of the messages after `after` (in the word index's tail when
+/// `after` is at or past its mark), each at its latest message there, as
+/// `(position, thread)` in position order.
 pub(super) fn tail_threads(
     places: &impl ReadableTable<(u8, u64), &'static [u8]>,
     after: u64,
-) -> Result<Vec<u64>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    blocks::scan(places, after, |_, place| {
-        if seen.insert(place.thread) {
-            out.push(place.thread);
-        }
+) -> Result<Vec<(u64, u64)>> {
+    let mut latest = std::collections::HashMap::new();
+    blocks::scan(places, after, |id, place| {
+        // In id order: the last one seen is the thread's latest message.
+        latest.insert(place.thread, id);
         Ok(true)
     })?;
+    let mut out: Vec<(u64, u64)> = latest.into_iter().map(|(t, id)| (id, t)).collect();
+    out.sort_unstable();
     Ok(out)
 }
 
@@ -157,7 +158,7 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
     {
         let places = txn.open_table(PLACES).or_storage()?;
         let messages = txn.open_table(MESSAGES).or_storage()?;
-        for thread in tail_threads(&places, after)? {
+        for (_, thread) in tail_threads(&places, after)? {
             let Some(rec) = messages.get((thread, THREAD_RECORD)).or_storage()? else {
                 continue;
             };

@@ -157,17 +157,14 @@ macro_rules! impl_read {
                     }
                     lists[i].1 = lists[i].0.next()?;
                 }
-                let mut tail = Vec::new();
-                for id in activity::tail_threads(&table, after.max(merged))? {
-                    let Some(rec) = self.thread(id)? else {
-                        continue;
-                    };
-                    if state.is_none_or(|s| s == rec.state) {
-                        tail.push((rec.last_message, id));
+                // A thread's record changes only with a post to it, so its latest
+                // message here is its position; its state is read only to filter.
+                for (pos, thread) in activity::tail_threads(&table, after.max(merged))? {
+                    if let Some(s) = state {
+                        if self.thread(thread)?.is_none_or(|rec| rec.state != s) {
+                            continue;
+                        }
                     }
-                }
-                tail.sort_unstable();
-                for (pos, thread) in tail {
                     if visit(pos, thread)? == Flow::Stop {
                         break;
                     }
