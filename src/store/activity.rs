@@ -91,6 +91,32 @@ fn held(
     }
 }
 
+/// Puts `thread` at `slot` of a block's entries, in place of whatever sat there.
+fn set(held: &mut Vec<(u8, u64)>, slot: u8, thread: u64) {
+    match held.binary_search_by_key(&slot, |&(s, _)| s) {
+        Ok(i) => held[i].1 = thread,
+        Err(i) => held.insert(i, (slot, thread)),
+    }
+}
+
+/// Writes block `block` of the list of `state` back, or removes it when it holds
+/// no entry.
+fn store(
+    table: &mut redb::Table<'_, (u8, u64), &'static [u8]>,
+    state: u8,
+    block: u64,
+    held: &[(u8, u64)],
+) -> Result<()> {
+    if held.is_empty() {
+        table.remove((state, block)).or_storage()?;
+    } else {
+        table
+            .insert((state, block), encode(held).as_slice())
+            .or_storage()?;
+    }
+    Ok(())
+}
+
 /// Puts `thread` at `pos` in the list of `state`.
 pub(super) fn put(
     table: &mut redb::Table<'_, (u8, u64), &'static [u8]>,
@@ -100,14 +126,8 @@ pub(super) fn put(
 ) -> Result<()> {
     let (block, slot) = place(pos);
     let mut held = held(table, state, block)?;
-    match held.binary_search_by_key(&slot, |&(s, _)| s) {
-        Ok(i) => held[i].1 = thread,
-        Err(i) => held.insert(i, (slot, thread)),
-    }
-    table
-        .insert((state, block), encode(&held).as_slice())
-        .or_storage()?;
-    Ok(())
+    set(&mut held, slot, thread);
+    store(table, state, block, &held)
 }
 
 /// Takes whatever thread sits at `pos` out of the list of `state`.
@@ -122,14 +142,7 @@ pub(super) fn remove(
         return Ok(());
     };
     held.remove(i);
-    if held.is_empty() {
-        table.remove((state, block)).or_storage()?;
-    } else {
-        table
-            .insert((state, block), encode(&held).as_slice())
-            .or_storage()?;
-    }
-    Ok(())
+    store(table, state, block, &held)
 }
 
 /// The threads of the messages after `after` (in the word index's tail when
@@ -178,14 +191,9 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
     for ((state, block), add) in adds {
         let mut held = held(&table, state, block)?;
         for (slot, thread) in add {
-            match held.binary_search_by_key(&slot, |&(s, _)| s) {
-                Ok(i) => held[i].1 = thread,
-                Err(i) => held.insert(i, (slot, thread)),
-            }
+            set(&mut held, slot, thread);
         }
-        table
-            .insert((state, block), encode(&held).as_slice())
-            .or_storage()?;
+        store(&mut table, state, block, &held)?;
     }
     Ok(())
 }
@@ -216,13 +224,7 @@ pub(super) fn leave_tail(db: &Db) -> Result<()> {
                 let base = block.checked_mul(PER_BLOCK).ok_or_else(damaged)?;
                 let mut held = entries(&bytes)?;
                 held.retain(|&(slot, _)| base + u64::from(slot) <= merged);
-                if held.is_empty() {
-                    table.remove((state, block)).or_storage()?;
-                } else {
-                    table
-                        .insert((state, block), encode(&held).as_slice())
-                        .or_storage()?;
-                }
+                store(&mut table, state, block, &held)?;
             }
         }
     }
