@@ -2,9 +2,12 @@
 //! word index's tail fills, merges and fills again: the threads of the tail live
 //! outside the thread list's blocks until the merge puts them back (schema
 //! version 6), so the list must come out the same on both sides of a merge, across
-//! a reopen, and with posts racing in one batch.
+//! a reopen, and with posts racing in one batch. The same runs on PostgreSQL,
+//! whose thread list is its own, check it against the same oracle.
 
-use std::path::Path;
+#[path = "pg/support.rs"]
+mod support;
+
 use std::sync::Arc;
 
 use parley_forum::{Config, Forum, Right, TokenSpec};
@@ -15,10 +18,11 @@ const STATES: [&str; 7] = [
 ];
 const THREADS: usize = 30;
 
-fn open(path: &Path) -> Forum {
+/// The forum at `place`: a file's path or a `postgres://` URL.
+fn open(place: &str) -> Forum {
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
-    Forum::open(path, config).unwrap()
+    Forum::open(place, config).unwrap()
 }
 
 fn num(key: &str) -> u64 {
@@ -148,11 +152,10 @@ fn asks(forum: &Forum, cast: &Cast, count: usize) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_list_is_right_before_and_after_each_merge_and_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("forum.redb");
-    let mut forum = open(&path);
+/// Posts one by one at `place`, checking the list on both sides of the first two
+/// merges and after reopening just past each.
+fn one_by_one(place: &str) {
+    let mut forum = open(place);
     let cast = cast(&forum);
     let threads = asks(&forum, &cast, THREADS);
     agrees(&forum, &cast.human, &threads, "with the asks only");
@@ -165,7 +168,7 @@ fn the_list_is_right_before_and_after_each_merge_and_a_reopen() {
             if !reopened[i] && last >= *mark {
                 reopened[i] = true;
                 drop(forum);
-                forum = open(&path);
+                forum = open(place);
                 agrees(
                     &forum,
                     &cast.human,
@@ -180,20 +183,14 @@ fn the_list_is_right_before_and_after_each_merge_and_a_reopen() {
     }
     assert!(reopened.iter().all(|r| *r), "the run passed both merges");
     agrees(&forum, &cast.human, &threads, "at the end");
-    drop(forum);
-    let report = parley_forum::storage::check(&path).unwrap();
-    assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
 }
 
-#[test]
-fn posts_racing_into_one_batch_across_a_merge_keep_the_list_right() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("forum.redb");
-    let forum = Arc::new(open(&path));
+/// Four writers on eight threads at `place`: batches hold several posts of one
+/// thread, and some batch holds the post that merges the tail and posts after it.
+fn racing(place: &str) {
+    let forum = Arc::new(open(place));
     let cast = Arc::new(cast(&forum));
     let threads = Arc::new(asks(&forum, &cast, 8));
-    // Four writers on eight threads: batches hold several posts of one thread, and
-    // some batch holds the post that merges the tail and posts after it.
     let handles: Vec<_> = (0..4u64)
         .map(|w| {
             let (forum, cast, threads) =
@@ -209,6 +206,30 @@ fn posts_racing_into_one_batch_across_a_merge_keep_the_list_right() {
     assert!(last > Some(1_024), "the race passed two merges");
     agrees(&forum, &cast.human, &threads, "after the race");
     drop(Arc::try_unwrap(forum).ok().unwrap());
-    let forum = open(&path);
+    let forum = open(place);
     agrees(&forum, &cast.human, &threads, "after the race, reopened");
+}
+
+#[test]
+fn the_list_is_right_before_and_after_each_merge_and_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    one_by_one(path.to_str().unwrap());
+    let report = parley_forum::storage::check(&path).unwrap();
+    assert!(report.unreadable.is_empty(), "{:?}", report.unreadable);
+}
+
+#[test]
+fn posts_racing_into_one_batch_across_a_merge_keep_the_list_right() {
+    let dir = tempfile::tempdir().unwrap();
+    racing(dir.path().join("forum.redb").to_str().unwrap());
+}
+
+#[test]
+fn the_list_is_right_on_postgres_too() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    one_by_one(&support::fresh_url(&base, "list_seq"));
+    racing(&support::fresh_url(&base, "list_race"));
 }
