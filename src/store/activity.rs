@@ -1,5 +1,5 @@
-//! The thread list of `get_threads` (schema version 5): per state, each thread at
-//! the position of its latest message, kept in blocks.
+//! The thread list of `get_threads` (schema versions 5 and 6): per state, each
+//! thread at the position of its latest message, kept in blocks.
 //!
 //! A block is one value of [`PLACES`] at `(state code, position / PER_BLOCK)`:
 //! the entries of its range of positions, in order, each a slot (the position's
@@ -8,9 +8,9 @@
 //!
 //! Every post moves its thread to the end of the list. As one entry per thread in
 //! `INDEX` (about 20 bytes), that rewrote a leaf of about two hundred entries,
-//! which redb rebuilds entry by entry: 55 k of a post's 386 k instructions under
-//! callgrind (`examples/post_profile.rs`). A leaf holds a few blocks, so a move
-//! rewrites one or two small values in a leaf of a few.
+//! which redb rebuilds entry by entry. A leaf holds a few blocks, so a move
+//! rewrites one or two small values in a leaf of a few (measured in
+//! `docs/performance.md`, "Version 5 of the file").
 //!
 //! From version 6 the lists hold only the threads whose latest message is at or
 //! before the word index's merged mark (`words_merged_through`, see
@@ -21,8 +21,8 @@
 //! mark and the tail's threads all after it: a read takes the lists, then the
 //! tail's threads from the message map ([`tail_threads`]), in position order
 //! with no interleaving. A post then writes the newest map block and no block of
-//! the lists (27 k of 331 k instructions; the thread's first post in the tail
-//! still takes its old entry out).
+//! the lists, and a thread's first post in the tail still takes its old entry out
+//! (measured in `docs/performance.md`, "Version 6 of the file").
 
 use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};

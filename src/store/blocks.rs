@@ -11,7 +11,7 @@
 //! rewrites one value in a leaf of a few. Version 4 kept the blocks in
 //! `MESSAGES` (thread 0); they moved to the small table a post writes anyway,
 //! which spares a post the branch pages of one more path of the large one
-//! (13 k of 348 k instructions, `examples/post_profile.rs`).
+//! (measured in `docs/performance.md`, "Version 5 of the file").
 
 use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};

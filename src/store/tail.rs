@@ -3,8 +3,8 @@
 //!
 //! A keyed post's record, `KEY ‖ identity ‖ 0 ‖ key` → message in `INDEX`, lands
 //! at a random place of a large index: a post that wrote it rebuilt one more leaf
-//! and its branch pages, and committed them (60 k of a post's 430 k instructions
-//! under callgrind, `examples/post_profile.rs`). So a post no longer writes it.
+//! and its branch pages, and committed them (measured in `docs/performance.md`,
+//! "Version 5 of the file"). So a post no longer writes it.
 //! The records of the tail's posts (the messages after `words_merged_through`,
 //! see `super::words`) are held here, and the post whose transaction merges the
 //! tail into the word index writes them too, in key order, in that transaction.
