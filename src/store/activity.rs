@@ -171,17 +171,19 @@ pub(super) fn settle(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Res
     {
         let places = txn.open_table(PLACES).or_storage()?;
         let messages = txn.open_table(MESSAGES).or_storage()?;
-        for (_, thread) in tail_threads(&places, after)? {
-            let Some(rec) = messages.get((thread, THREAD_RECORD)).or_storage()? else {
-                continue;
-            };
-            let rec = codec::decode_thread(rec.value())?;
-            if rec.last_message <= after || rec.last_message > upto {
+        for (pos, thread) in tail_threads(&places, after)? {
+            if pos > upto {
                 // Only a later post of this transaction can be past `upto`; it
                 // is not merged, and its thread stays in the tail.
                 continue;
             }
-            let (block, slot) = place(rec.last_message);
+            // The position is the thread's latest message (see `tail_threads`);
+            // its record gives only the list to join.
+            let Some(rec) = messages.get((thread, THREAD_RECORD)).or_storage()? else {
+                continue;
+            };
+            let rec = codec::decode_thread(rec.value())?;
+            let (block, slot) = place(pos);
             adds.entry((rec.state.code(), block))
                 .or_default()
                 .push((slot, thread));
