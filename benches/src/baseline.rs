@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redb::{Database, TableDefinition};
 
@@ -49,13 +49,18 @@ impl RawRedb {
 
     /// Inserts `count` records, one transaction each; returns the records per second.
     pub fn insert_rate(&mut self, count: usize) -> Res<f64> {
+        Ok(per_second(self.insert_time(count)?, count))
+    }
+
+    /// Inserts `count` records, one transaction each; returns the time they took.
+    pub fn insert_time(&mut self, count: usize) -> Res<Duration> {
         let records: Vec<Vec<u8>> = (0..count as u64).map(|i| record(self.next + i)).collect();
         let start = Instant::now();
         for rec in &records {
             self.insert(rec)
                 .map_err(|e| format!("raw redb insert: {e}"))?;
         }
-        Ok(per_second(start.elapsed(), count))
+        Ok(start.elapsed())
     }
 
     fn insert(&mut self, rec: &[u8]) -> Result<(), redb::Error> {

@@ -115,24 +115,28 @@ impl<J, O> Default for Group<J, O> {
 /// variable per caller), a leader woke its callers one by one, which cost
 /// throughput and CPU time (`docs/performance.md`, "Choices of the group commit").
 struct Bell {
-    lock: Mutex<()>,
+    /// The callers asleep on `ring`.
+    lock: Mutex<usize>,
     ring: Condvar,
 }
 
 impl Bell {
     fn new() -> Self {
         Bell {
-            lock: Mutex::new(()),
+            lock: Mutex::new(0),
             ring: Condvar::new(),
         }
     }
 
     /// Wakes every sleeping caller; each looks at its own slot.
     fn ring(&self) {
-        // Taken and released so that a caller between looking at its slot and
-        // falling asleep cannot miss this ring.
-        drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
-        self.ring.notify_all();
+        // Read under the lock, so that a caller between looking at its slot and
+        // falling asleep cannot miss this ring. A notification is a system call
+        // even with nobody asleep, and a lone writer's every post rang.
+        let sleepers = *self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if sleepers > 0 {
+            self.ring.notify_all();
+        }
     }
 }
 
@@ -174,7 +178,9 @@ impl<O> Slot<O> {
             if self.lead.swap(false, Ordering::AcqRel) {
                 return Woke::Lead;
             }
+            *rung += 1;
             rung = bell.ring.wait(rung).unwrap_or_else(|p| p.into_inner());
+            *rung -= 1;
         }
     }
 
