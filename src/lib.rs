@@ -38,7 +38,8 @@
 //!   tests with [`Config::fixed_clock`] and [`parse_time`]), issue tokens
 //!   ([`TokenSpec`], [`Right`]), and call any operation ([`Forum::call`]).
 //! - [`Session`]: the typed API of one token; [`Envelope`] builds a post, and the
-//!   results ([`PostResult`], [`ThreadView`], [`Page`] …) hold the domain's enums:
+//!   results ([`PostResult`], [`ThreadView`], [`Page`] …), built from the engine's
+//!   records without JSON in between, hold the domain's enums:
 //!   [`Act`], [`State`], [`Origin`], [`AuthorKind`], [`EventKind`], [`ClaimStatus`],
 //!   [`EvidenceKind`].
 //! - [`Error`]: a [`Refusal`] of the protocol (with its [`Reason`], stable across

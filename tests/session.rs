@@ -98,10 +98,7 @@ fn claims_through_typed_sessions() {
                 .valid_until("2026-01-01T00:00:00Z"),
         )
         .unwrap();
-    let id = claimed.claim.as_ref().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = claimed.claim.as_ref().unwrap().id.clone();
     forum
         .session(&bob)
         .post(&Envelope::new("verify", "Checked the cache keys.").claim(&id))

@@ -128,8 +128,22 @@ pub(crate) fn apply(
     }
 }
 
-/// The view of claim `id` with its refutations' statuses (SPEC §10).
-pub(crate) fn view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
+/// A claim as `get_claim` shows it (SPEC §10): its record, each counter-claim's id,
+/// message and current status, and the time its expiry is judged at.
+pub(crate) struct ClaimParts {
+    pub(crate) claim: ClaimRec,
+    pub(crate) refutations: Vec<(u64, u64, ClaimStatus)>,
+    pub(crate) now: i64,
+}
+
+impl ClaimParts {
+    pub(crate) fn json(&self) -> Value {
+        super::view::claim(&self.claim, &self.refutations, self.now)
+    }
+}
+
+/// Claim `id` with what its view needs, read at `now`.
+pub(crate) fn parts(tx: &dyn ReadTx, id: u64, now: i64) -> Result<ClaimParts> {
     let claim = tx.claim(id)?.ok_or_else(|| {
         Error::from(Refusal::new(
             Reason::ClaimNotFound,
@@ -142,5 +156,9 @@ pub(crate) fn view(tx: &dyn ReadTx, id: u64, now: i64) -> Result<Value> {
             refutations.push((c.id, c.message, c.status));
         }
     }
-    Ok(super::view::claim(&claim, &refutations, now))
+    Ok(ClaimParts {
+        claim,
+        refutations,
+        now,
+    })
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::read::Listing;
 use super::Forum;
 use crate::error::{Reason, Refusal, Result};
 
@@ -232,11 +233,11 @@ impl Forum {
 
     /// Runs `read` (a read of [`WAITING_READS`]) with `args`, waiting up to the
     /// `wait_ms` they carry for a result with at least one item (SPEC §14.2).
-    pub(crate) fn wait_for_items(
+    pub(crate) fn wait_for_items<T>(
         &self,
         args: &Map<String, Value>,
-        read: impl Fn(&Map<String, Value>) -> Result<Value>,
-    ) -> Result<Value> {
+        read: impl Fn(&Map<String, Value>) -> Result<Listing<T>>,
+    ) -> Result<Listing<T>> {
         let Some(wait) = args.get("wait_ms").filter(|_| self.config.listen) else {
             // Without the profile, `wait_ms` stays an unknown argument of the read.
             return read(args);
@@ -256,7 +257,7 @@ impl Forum {
                 .filter(|ms| *ms <= max)
                 .ok_or_else(|| bad_wait(format!("`wait_ms` must be an integer from 0 to {max}")))?,
         };
-        if ms == 0 || has_items(&first) {
+        if ms == 0 || !first.items.is_empty() {
             return Ok(first);
         }
         let deadline = start + Duration::from_millis(ms);
@@ -265,14 +266,10 @@ impl Forum {
             let now = self.watch.wait_past(seen, deadline);
             let closed = self.watch.lock().closed;
             let result = read(&plain)?;
-            if has_items(&result) || closed || Instant::now() >= deadline {
+            if !result.items.is_empty() || closed || Instant::now() >= deadline {
                 return Ok(result);
             }
             seen = now;
         }
     }
-}
-
-fn has_items(result: &Value) -> bool {
-    result["items"].as_array().is_some_and(|a| !a.is_empty())
 }

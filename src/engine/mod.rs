@@ -5,8 +5,8 @@ mod cursor;
 mod group;
 pub(crate) mod listen;
 mod place;
-mod post;
-mod read;
+pub(crate) mod post;
+pub(crate) mod read;
 pub(crate) mod tokens;
 pub(crate) mod view;
 
@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::store::{is_postgres_url, PgStore, RedbStore, Store};
+use read::show;
 use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
@@ -132,19 +133,32 @@ impl Forum {
         (self.config.clock)()
     }
 
-    /// The generic entry (SPEC §11.3): runs `operation` with JSON `args` for the
-    /// holder of `token`, and returns the result as JSON.
-    ///
-    /// A refusal is [`Error::Refused`] with the stable reason; an operation that does
-    /// not exist is [`Error::UnknownOperation`].
-    ///
-    /// A panic inside the call (redb asserts on some damage it reads in a file)
-    /// is [`Error::Storage`], never an unwind into the host.
-    pub fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.dispatch(token, operation, args)
-        }))
-        .unwrap_or_else(|panic| {
+    /// `whoami`: the token's identity, kind, rights and label, and the realm.
+    pub(crate) fn whoami(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<crate::session::WhoAmI> {
+        let tx = self.store.read()?;
+        let caller = self.authenticate(&*tx, token)?;
+        read::only(args, &[])?;
+        Ok(crate::session::WhoAmI {
+            identity: caller.identity.clone(),
+            kind: if caller.human { "human" } else { "llm" }.to_string(),
+            rights: Right::ALL
+                .iter()
+                .filter(|r| caller.has(**r))
+                .map(|r| r.as_str().to_string())
+                .collect(),
+            label: caller.label.clone(),
+            realm: self.config.realm.clone(),
+        })
+    }
+
+    /// Runs `f`, turning a panic inside the engine into a storage failure, so that
+    /// no caller (and no FFI boundary) sees one.
+    pub(crate) fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
@@ -155,6 +169,18 @@ impl Forum {
                  damaged: `parley check` says"
             )))
         })
+    }
+
+    /// The generic entry (SPEC §11.3): runs `operation` with JSON `args` for the
+    /// holder of `token`, and returns the result as JSON.
+    ///
+    /// A refusal is [`Error::Refused`] with the stable reason; an operation that does
+    /// not exist is [`Error::UnknownOperation`].
+    ///
+    /// A panic inside the call (redb asserts on some damage it reads in a file)
+    /// is [`Error::Storage`], never an unwind into the host.
+    pub fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
+        self.guarded(|| self.dispatch(token, operation, args))
     }
 
     fn dispatch(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
@@ -178,30 +204,33 @@ impl Forum {
                 Ok(self.manifest())
             }
             "whoami" => {
-                let tx = self.store.read()?;
-                let caller = self.authenticate(&*tx, token)?;
-                read::only(args_obj, &[])?;
-                let rights: Vec<&str> = Right::ALL
-                    .iter()
-                    .filter(|r| caller.has(**r))
-                    .map(|r| r.as_str())
-                    .collect();
+                let me = self.whoami(token, args_obj)?;
                 Ok(json!({
-                    "identity": caller.identity,
-                    "kind": if caller.human { "human" } else { "llm" },
-                    "rights": rights,
-                    "label": caller.label,
-                    "realm": self.config.realm,
+                    "identity": me.identity,
+                    "kind": me.kind,
+                    "rights": me.rights,
+                    "label": me.label,
+                    "realm": me.realm,
                 }))
             }
             "post" => self.post(token, args),
             "get_thread" => self.get_thread(token, args_obj),
-            "list_threads" => self.wait_for_items(args_obj, |a| self.list_threads(token, a)),
-            "get_inbox" => self.wait_for_items(args_obj, |a| self.get_inbox(token, a)),
-            "get_events" => self.wait_for_items(args_obj, |a| self.get_events(token, a)),
-            "get_messages" => self.wait_for_items(args_obj, |a| self.get_messages(token, a)),
-            "search" => self.search(token, args_obj),
-            "get_claim" if self.config.dialectic => self.get_claim(token, args_obj),
+            "list_threads" => self
+                .wait_for_items(args_obj, |a| self.list_threads(token, a))
+                .map(|l| l.json(show::thread)),
+            "get_inbox" => self
+                .wait_for_items(args_obj, |a| self.get_inbox(token, a))
+                .map(|l| l.json(show::waiting)),
+            "get_events" => self
+                .wait_for_items(args_obj, |a| self.get_events(token, a))
+                .map(|l| l.json(show::event)),
+            "get_messages" => self
+                .wait_for_items(args_obj, |a| self.get_messages(token, a))
+                .map(|l| l.json(show::message)),
+            "search" => self.search(token, args_obj).map(|l| l.json(show::hit)),
+            "get_claim" if self.config.dialectic => {
+                self.get_claim(token, args_obj).map(|c| c.json())
+            }
             other => Err(Error::UnknownOperation(other.to_string())),
         }
     }

@@ -90,6 +90,11 @@ fn topic(body: &str) -> String {
 
 impl Forum {
     pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
+        self.post_applied(token, args).map(Applied::render)
+    }
+
+    /// `post`, before its result is shown.
+    pub(crate) fn post_applied(&self, token: Option<&str>, args: &Value) -> Result<Applied> {
         // Parsing needs no storage; its verdict is reported after the token's (§12.1).
         let job = PostJob {
             token: presented(token),
@@ -97,9 +102,9 @@ impl Forum {
         };
         let hint = RecentKeys::hint(&job);
         if let Some(replay) = self.replay_early(&job, hint)? {
-            return Ok(replay.render());
+            return Ok(replay);
         }
-        let posted = self.group.submit(job, &Poster(self)).map(Applied::render);
+        let posted = self.group.submit(job, &Poster(self));
         if let (Some(hint), Ok(_)) = (hint, &posted) {
             self.recent_keys.note(hint);
         }
@@ -306,7 +311,7 @@ impl Forum {
         let confirmed = thread.state_confirmed_at.is_some();
         let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {
-            Some(id) => Some(claims::view(tx, id, now)?),
+            Some(id) => Some(claims::parts(tx, id, now)?),
             None => None,
         };
         Ok(Applied {
@@ -522,13 +527,13 @@ impl RecentKeys {
 /// What a post wrote. The batch's leader returns it and each caller renders its
 /// own result after the commit, so rendering runs beside the next batch.
 pub(crate) struct Applied {
-    message: MessageRec,
-    thread: Arc<ThreadRec>,
-    events: Vec<EventRec>,
-    /// The claim shown with the result, already rendered (it needs the transaction).
-    claim: Option<Value>,
+    pub(crate) message: MessageRec,
+    pub(crate) thread: Arc<ThreadRec>,
+    pub(crate) events: Vec<EventRec>,
+    /// The claim shown with the result, read inside the transaction.
+    pub(crate) claim: Option<claims::ClaimParts>,
     /// A replay of an earlier post (§14.3): nothing was written.
-    replayed: bool,
+    pub(crate) replayed: bool,
 }
 
 impl Applied {
@@ -552,7 +557,7 @@ impl Applied {
             }
         }
         if let Some(claim) = self.claim {
-            out.insert("claim".into(), claim);
+            out.insert("claim".into(), claim.json());
         }
         if self.replayed {
             out.insert("replayed".into(), Value::Bool(true));

@@ -2,6 +2,10 @@
 //! claim, message feed.
 //! Lists are served from indexes ordered by the cursor's position, so a `since`
 //! read costs what it returns, not the size of the forum.
+//!
+//! Each read yields records (a [`Listing`] of them for the lists); the generic
+//! call shows them as JSON here, and the typed [`crate::Session`] builds its
+//! result types from the same records, without JSON in between.
 
 use serde_json::{Map, Value};
 
@@ -14,7 +18,7 @@ use crate::protocol::decide;
 use crate::protocol::ids::{self, parse_id, IdKind};
 use crate::protocol::state::State;
 use crate::protocol::words;
-use crate::store::records::MessageRec;
+use crate::store::records::{EventRec, MessageRec, ThreadRec};
 use crate::store::{Flow, ReadTx};
 
 fn bad_arg(field: &str, message: impl Into<String>) -> Error {
@@ -128,21 +132,20 @@ impl Forum {
         Ok(Page { after, limit })
     }
 
-    fn listing(
+    fn listing<T>(
         &self,
-        items: Vec<Value>,
-        positions: Vec<u64>,
+        items: Vec<T>,
+        positions: &[u64],
         more: bool,
         index: Index,
         end: u64,
-    ) -> Value {
+    ) -> Listing<T> {
         let position = positions.last().copied().unwrap_or(end);
-        let cursor = cursor::encode(self.store.cursor_key(), index, position);
-        view::object([
-            ("items", Value::Array(items)),
-            ("cursor", Value::from(cursor)),
-            ("more", Value::from(more)),
-        ])
+        Listing {
+            items,
+            cursor: cursor::encode(self.store.cursor_key(), index, position),
+            more,
+        }
     }
 
     pub(crate) fn get_thread(
@@ -150,6 +153,19 @@ impl Forum {
         token: Option<&str>,
         args: &Map<String, Value>,
     ) -> Result<Value> {
+        let (thread, messages) = self.thread_records(token, args)?;
+        Ok(view::object([
+            ("thread", view::thread(&thread)),
+            ("messages", Value::Array(json_tree(messages))),
+        ]))
+    }
+
+    /// `get_thread`: the thread and its messages in creation order.
+    pub(crate) fn thread_records(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<(ThreadRec, Vec<MessageRec>)> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["thread"])?;
@@ -164,17 +180,15 @@ impl Forum {
         })?;
         let expected = usize::try_from(thread.message_count).unwrap_or(usize::MAX);
         let messages = tx.thread_messages(id, expected)?;
-        Ok(view::object([
-            ("thread", view::thread(&thread)),
-            ("messages", Value::Array(tree(messages))),
-        ]))
+        Ok((thread, messages))
     }
 
+    /// `list_threads`: thread records by last activity.
     pub(crate) fn list_threads(
         &self,
         token: Option<&str>,
         args: &Map<String, Value>,
-    ) -> Result<Value> {
+    ) -> Result<Listing<ThreadRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["state", "since", "limit"])?;
@@ -198,24 +212,20 @@ impl Forum {
         let mut items = Vec::with_capacity(found.len());
         for (_, id) in &found {
             if let Some(t) = tx.thread(*id)? {
-                items.push(view::thread(&t));
+                items.push(t);
             }
         }
         let end = tx.last_id(IdKind::Message)?.max(page.after);
-        Ok(self.listing(
-            items,
-            found.iter().map(|f| f.0).collect(),
-            more,
-            Index::Threads,
-            end,
-        ))
+        let positions: Vec<u64> = found.iter().map(|f| f.0).collect();
+        Ok(self.listing(items, &positions, more, Index::Threads, end))
     }
 
+    /// `get_inbox`: each thread waiting for the caller, with its turn-setting message.
     pub(crate) fn get_inbox(
         &self,
         token: Option<&str>,
         args: &Map<String, Value>,
-    ) -> Result<Value> {
+    ) -> Result<Listing<(ThreadRec, MessageRec)>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["since", "extension", "limit"])?;
@@ -225,7 +235,7 @@ impl Forum {
 
         // The caller's own turns and, with `write`, the open ones ("*"): two ordered
         // scans, each cut after limit + 1 accepted items, then merged by position.
-        let mut accepted: Vec<(u64, Value)> = Vec::new();
+        let mut accepted: Vec<(u64, (ThreadRec, MessageRec))> = Vec::new();
         let mut scopes = vec![caller.identity.as_str()];
         if caller.has(Right::Write) {
             scopes.push("*");
@@ -245,13 +255,7 @@ impl Forum {
                 if decide::own_turn(&message, &caller.identity, &extension) {
                     return Ok(Flow::Continue);
                 }
-                accepted.push((
-                    pos,
-                    view::object([
-                        ("thread", view::thread(&thread)),
-                        ("message", Value::Object(view::message(&message))),
-                    ]),
-                ));
+                accepted.push((pos, (thread, message)));
                 taken += 1;
                 Ok(page.flow(taken))
             })?;
@@ -260,14 +264,9 @@ impl Forum {
         let more = accepted.len() > page.limit;
         accepted.truncate(page.limit);
         let end = tx.last_id(IdKind::Message)?.max(page.after);
-        let positions = accepted.iter().map(|a| a.0).collect();
-        Ok(self.listing(
-            accepted.into_iter().map(|a| a.1).collect(),
-            positions,
-            more,
-            Index::Inbox,
-            end,
-        ))
+        let positions: Vec<u64> = accepted.iter().map(|a| a.0).collect();
+        let items = accepted.into_iter().map(|a| a.1).collect();
+        Ok(self.listing(items, &positions, more, Index::Inbox, end))
     }
 
     /// `extension` of a read: the caller's sub-agent, or `None`.
@@ -286,11 +285,12 @@ impl Forum {
         }
     }
 
+    /// `get_events`: event records.
     pub(crate) fn get_events(
         &self,
         token: Option<&str>,
         args: &Map<String, Value>,
-    ) -> Result<Value> {
+    ) -> Result<Listing<EventRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["thread", "since", "limit"])?;
@@ -308,11 +308,11 @@ impl Forum {
         let mut items = Vec::with_capacity(ids.len());
         for id in &ids {
             if let Some(e) = tx.event(*id)? {
-                items.push(view::event(&e));
+                items.push(e);
             }
         }
         let end = tx.last_id(IdKind::Event)?.max(page.after);
-        Ok(self.listing(items, ids, more, Index::Events, end))
+        Ok(self.listing(items, &ids, more, Index::Events, end))
     }
 
     /// The feed (SPEC §14.1): messages oldest first, of one thread or of the forum.
@@ -320,7 +320,7 @@ impl Forum {
         &self,
         token: Option<&str>,
         args: &Map<String, Value>,
-    ) -> Result<Value> {
+    ) -> Result<Listing<MessageRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["thread", "since", "limit"])?;
@@ -338,15 +338,19 @@ impl Forum {
         let mut items = Vec::with_capacity(ids.len());
         for id in &ids {
             if let Some(m) = tx.message(*id)? {
-                items.push(Value::Object(view::message(&m)));
+                items.push(m);
             }
         }
         let end = tx.last_id(IdKind::Message)?.max(page.after);
-        Ok(self.listing(items, ids, more, Index::Messages, end))
+        Ok(self.listing(items, &ids, more, Index::Messages, end))
     }
 
     /// `search` (SPEC §14.4): messages holding every word of `q`, newest first.
-    pub(crate) fn search(&self, token: Option<&str>, args: &Map<String, Value>) -> Result<Value> {
+    pub(crate) fn search(
+        &self,
+        token: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<Listing<(MessageRec, ThreadRec)>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["q", "thread", "since", "limit"])?;
@@ -389,39 +393,100 @@ impl Forum {
         for id in &found {
             if let Some(m) = tx.message(*id)? {
                 if let Some(t) = tx.thread(m.thread)? {
-                    items.push(view::object([
-                        ("message", Value::Object(view::message(&m))),
-                        ("thread", view::thread(&t)),
-                    ]));
+                    items.push((m, t));
                 }
             }
         }
-        Ok(self.listing(items, found, more, Index::Search, 0))
+        Ok(self.listing(items, &found, more, Index::Search, 0))
     }
 
     pub(crate) fn get_claim(
         &self,
         token: Option<&str>,
         args: &Map<String, Value>,
-    ) -> Result<Value> {
+    ) -> Result<super::claims::ClaimParts> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["claim"])?;
         let id = id_arg(args, "claim", IdKind::Claim)?
             .ok_or_else(|| bad_arg("claim", "`claim` is required"))?;
         caller.require(Right::Read)?;
-        super::claims::view(&*tx, id, self.now())
+        super::claims::parts(&*tx, id, self.now())
     }
 }
 
-/// Messages nested by parent, each level in creation order (SPEC §8.2).
+/// One page of a list read, before it is shown: the items, the cursor after the
+/// last of them (after everything when none), and whether items were left out.
+pub(crate) struct Listing<T> {
+    pub(crate) items: Vec<T>,
+    pub(crate) cursor: String,
+    pub(crate) more: bool,
+}
+
+impl<T> Listing<T> {
+    /// `{ "items", "cursor", "more" }`, each item shown by `show`.
+    pub(crate) fn json(self, show: impl FnMut(T) -> Value) -> Value {
+        view::object([
+            (
+                "items",
+                Value::Array(self.items.into_iter().map(show).collect()),
+            ),
+            ("cursor", Value::from(self.cursor)),
+            ("more", Value::from(self.more)),
+        ])
+    }
+}
+
+/// How the generic call shows the items of each list read.
+pub(crate) mod show {
+    use super::*;
+
+    pub(crate) fn thread(t: ThreadRec) -> Value {
+        view::thread(&t)
+    }
+
+    pub(crate) fn message(m: MessageRec) -> Value {
+        Value::Object(view::message_owned(m))
+    }
+
+    pub(crate) fn event(e: EventRec) -> Value {
+        view::event(&e)
+    }
+
+    /// An inbox entry: the thread and its turn-setting message.
+    pub(crate) fn waiting((t, m): (ThreadRec, MessageRec)) -> Value {
+        view::object([("thread", view::thread(&t)), ("message", message(m))])
+    }
+
+    /// A search match: the message and its thread.
+    pub(crate) fn hit((m, t): (MessageRec, ThreadRec)) -> Value {
+        view::object([("message", message(m)), ("thread", view::thread(&t))])
+    }
+}
+
+/// `get_thread`'s messages as JSON, each with its `replies`.
+fn json_tree(messages: Vec<MessageRec>) -> Vec<Value> {
+    tree(messages, |message, replies| {
+        Value::Object(
+            view::message_entries(message, Some(replies))
+                .into_iter()
+                .collect(),
+        )
+    })
+}
+
+/// Messages nested by parent, each level in creation order (SPEC §8.2), each
+/// built by `build` from its record and its replies.
 ///
 /// `messages` come in id order, so a parent's index is found by binary search, and a
 /// reply's index is always above its parent's. Walking the messages from the last
 /// one, every message's replies are therefore built before it: each is moved into
 /// its parent's list of replies (sized once, from a count), no message is copied
 /// and no map is needed.
-fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
+pub(crate) fn tree<T>(
+    messages: Vec<MessageRec>,
+    mut build: impl FnMut(MessageRec, Vec<T>) -> T,
+) -> Vec<T> {
     const ROOT: usize = usize::MAX;
     let ids: Vec<u64> = messages.iter().map(|m| m.id).collect();
     let n = messages.len();
@@ -436,16 +501,12 @@ fn tree(messages: Vec<MessageRec>) -> Vec<Value> {
         }
     }
     // Replies arrive last first; each list is reversed when its message is built.
-    let mut replies: Vec<Vec<Value>> = (0..n).map(|_| Vec::new()).collect();
+    let mut replies: Vec<Vec<T>> = (0..n).map(|_| Vec::new()).collect();
     let mut roots = Vec::new();
     for (i, message) in messages.into_iter().enumerate().rev() {
         let mut own = std::mem::take(&mut replies[i]);
         own.reverse();
-        let built = Value::Object(
-            view::message_entries(message, Some(own))
-                .into_iter()
-                .collect(),
-        );
+        let built = build(message, own);
         match parent_of[i] {
             ROOT => roots.push(built),
             p => {
@@ -494,7 +555,7 @@ mod tests {
             message(8, Some(2)),
         ];
         assert_eq!(
-            shape(&tree(messages)),
+            shape(&json_tree(messages)),
             serde_json::json!([
                 [
                     "msg_1",

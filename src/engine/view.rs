@@ -46,13 +46,8 @@ pub(crate) fn awaiting(a: &Option<Awaiting>) -> Value {
     }
 }
 
-/// A message (SPEC §8.1), without `replies`.
-pub(crate) fn message(m: &MessageRec) -> Map<String, Value> {
-    message_owned(m.clone())
-}
-
-/// A message, moving its strings instead of copying them (reading a thread renders
-/// a thousand of these).
+/// A message (SPEC §8.1), without `replies`, moving its strings instead of copying
+/// them (reading a thread renders a thousand of these).
 pub(crate) fn message_owned(m: MessageRec) -> Map<String, Value> {
     message_entries(m, None).into_iter().collect()
 }

@@ -1,12 +1,13 @@
 //! The typed Rust API: an [`Envelope`] builder and a [`Session`] bound to a token.
-//! It goes through the same generic call as every transport, so the engine's checks
-//! are the only ones.
+//! It runs the engine's own operations, so the engine's checks are the only ones,
+//! and builds its results from the records they read (`from_records`).
 
+mod from_records;
 mod types;
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::engine::read::{tree, Listing};
 use crate::error::{Error, Result};
 use crate::Forum;
 pub use types::{
@@ -103,25 +104,29 @@ impl Envelope {
     }
 }
 
-/// What a successful post returns.
+/// What a successful post returns (SPEC §11).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostResult {
-    /// The new message's id.
+    /// The new message's id (`message.id`).
     pub message_id: String,
+    /// The message as stored.
+    pub message: MessageView,
     /// The thread after the post.
     pub thread: ThreadSummary,
     /// State and claim events the post caused.
-    pub events: Vec<Value>,
-    /// The claim it created (`assert`, `refute`).
-    pub claim: Option<Value>,
+    pub events: Vec<EventView>,
+    /// The claim it created or named (`assert`, `refute`, `attest`, `verify`).
+    pub claim: Option<ClaimView>,
     /// Whether this was a retry under an idempotency key: nothing was written, and
     /// the message is the one the first post made.
     pub replayed: bool,
-    /// The whole result, as the generic call returns it.
-    pub raw: Value,
 }
 
 /// A caller bound to a token (and optionally one extension).
+///
+/// Its methods run the same checks as the generic call ([`Forum::call`]), in the
+/// same order, and build their typed results from the records the engine read,
+/// without JSON in between. Only a post's envelope is JSON, as SPEC §3 defines it.
 #[derive(Debug, Clone)]
 pub struct Session<'f> {
     forum: &'f Forum,
@@ -129,8 +134,16 @@ pub struct Session<'f> {
     extension: Option<String>,
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(value: &Value) -> Result<T> {
-    T::deserialize(value).map_err(|e| Error::storage(format!("unexpected result shape: {e}")))
+/// The arguments of a read, as the engine takes them: an object without its
+/// `null` fields (the engine treats both alike).
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(mut map) => {
+            map.retain(|_, v| !v.is_null());
+            map
+        }
+        _ => Map::new(),
+    }
 }
 
 impl Forum {
@@ -152,8 +165,8 @@ impl Session<'_> {
         self
     }
 
-    fn call(&self, operation: &str, args: Value) -> Result<Value> {
-        self.forum.call(Some(&self.token), operation, &args)
+    fn token(&self) -> Option<&str> {
+        Some(&self.token)
     }
 
     /// Posts an envelope.
@@ -163,36 +176,49 @@ impl Session<'_> {
             map.entry("from")
                 .or_insert_with(|| json!({ "extension": ext }));
         }
-        let raw = self.call("post", env)?;
-        let events = match (raw.get("event"), raw.get("events")) {
-            (Some(e), _) => vec![e.clone()],
-            (None, Some(Value::Array(list))) => list.clone(),
-            _ => Vec::new(),
-        };
+        let applied = self
+            .forum
+            .guarded(|| self.forum.post_applied(self.token(), &env))?;
+        let message = MessageView::from_rec(applied.message, Vec::new());
         Ok(PostResult {
-            message_id: raw["message"]["id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            thread: typed(&raw["thread"])?,
-            events,
-            claim: raw.get("claim").cloned(),
-            replayed: raw.get("replayed") == Some(&Value::Bool(true)),
-            raw,
+            message_id: message.id.clone(),
+            message,
+            thread: ThreadSummary::from_rec(&applied.thread),
+            events: applied.events.iter().map(EventView::from_rec).collect(),
+            claim: applied.claim.as_ref().map(ClaimView::from_parts),
+            replayed: applied.replayed,
         })
     }
 
     /// A thread with its messages as a tree.
     pub fn thread(&self, id: &str) -> Result<ThreadView> {
-        typed(&self.call("get_thread", json!({ "thread": id }))?)
+        let a = args(json!({ "thread": id }));
+        let (thread, messages) = self
+            .forum
+            .guarded(|| self.forum.thread_records(self.token(), &a))?;
+        Ok(ThreadView {
+            thread: ThreadSummary::from_rec(&thread),
+            messages: tree(messages, MessageView::from_rec),
+        })
+    }
+
+    /// Runs a list read that takes `wait_ms` (SPEC §14.2).
+    fn listing<R, T>(
+        &self,
+        a: Map<String, Value>,
+        read: impl Fn(&Forum, Option<&str>, &Map<String, Value>) -> Result<Listing<R>>,
+        item: impl FnMut(R) -> T,
+    ) -> Result<Page<T>> {
+        let forum = self.forum;
+        let listing =
+            forum.guarded(|| forum.wait_for_items(&a, |a| read(forum, self.token(), a)))?;
+        Ok(Page::from_listing(listing, item))
     }
 
     /// Threads waiting for this caller; `since` is a cursor from an earlier page.
     pub fn inbox(&self, since: Option<&str>) -> Result<Page<InboxItem>> {
-        typed(&self.call(
-            "get_inbox",
-            json!({ "since": since, "extension": self.extension }),
-        )?)
+        let a = args(json!({ "since": since, "extension": self.extension }));
+        self.listing(a, Forum::get_inbox, from_records::inbox_item)
     }
 
     /// [`Session::inbox`], waiting up to `wait` for a first item (SPEC §14.2): it
@@ -202,15 +228,16 @@ impl Session<'_> {
         since: Option<&str>,
         wait: std::time::Duration,
     ) -> Result<Page<InboxItem>> {
-        typed(&self.call(
-            "get_inbox",
-            json!({ "since": since, "extension": self.extension, "wait_ms": wait.as_millis() as u64 }),
-        )?)
+        let a = args(json!({
+            "since": since, "extension": self.extension, "wait_ms": wait.as_millis() as u64
+        }));
+        self.listing(a, Forum::get_inbox, from_records::inbox_item)
     }
 
     /// The message feed (SPEC §14.1), of one thread or of the forum, oldest first.
     pub fn messages(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<MessageView>> {
-        typed(&self.call("get_messages", json!({ "thread": thread, "since": since }))?)
+        let a = args(json!({ "thread": thread, "since": since }));
+        self.listing(a, Forum::get_messages, from_records::message_item)
     }
 
     /// [`Session::messages`], waiting up to `wait` for a first new message.
@@ -220,10 +247,10 @@ impl Session<'_> {
         since: Option<&str>,
         wait: std::time::Duration,
     ) -> Result<Page<MessageView>> {
-        typed(&self.call(
-            "get_messages",
-            json!({ "thread": thread, "since": since, "wait_ms": wait.as_millis() as u64 }),
-        )?)
+        let a = args(json!({
+            "thread": thread, "since": since, "wait_ms": wait.as_millis() as u64
+        }));
+        self.listing(a, Forum::get_messages, from_records::message_item)
     }
 
     /// Messages holding every word of `q`, newest first (SPEC §14.4); `since` is
@@ -234,29 +261,38 @@ impl Session<'_> {
         thread: Option<&str>,
         since: Option<&str>,
     ) -> Result<Page<SearchHit>> {
-        typed(&self.call(
-            "search",
-            json!({ "q": q, "thread": thread, "since": since }),
-        )?)
+        let a = args(json!({ "q": q, "thread": thread, "since": since }));
+        let listing = self.forum.guarded(|| self.forum.search(self.token(), &a))?;
+        Ok(Page::from_listing(listing, from_records::search_hit))
     }
 
     /// State and claim events, of one thread or all.
     pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<EventView>> {
-        typed(&self.call("get_events", json!({ "thread": thread, "since": since }))?)
+        let a = args(json!({ "thread": thread, "since": since }));
+        self.listing(a, Forum::get_events, from_records::event_item)
     }
 
     /// Thread summaries by last activity, optionally of one state.
     pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Page<ThreadSummary>> {
-        typed(&self.call("list_threads", json!({ "state": state, "since": since }))?)
+        let a = args(json!({ "state": state, "since": since }));
+        self.listing(a, Forum::list_threads, from_records::thread_item)
     }
 
     /// A claim and its status (dialectic profile).
     pub fn claim(&self, id: &str) -> Result<ClaimView> {
-        typed(&self.call("get_claim", json!({ "claim": id }))?)
+        if !self.forum.config.dialectic {
+            return Err(Error::UnknownOperation("get_claim".into()));
+        }
+        let a = args(json!({ "claim": id }));
+        let parts = self
+            .forum
+            .guarded(|| self.forum.get_claim(self.token(), &a))?;
+        Ok(ClaimView::from_parts(&parts))
     }
 
     /// Identity, kind, rights, label and realm of the token.
     pub fn whoami(&self) -> Result<WhoAmI> {
-        typed(&self.call("whoami", json!({}))?)
+        self.forum
+            .guarded(|| self.forum.whoami(self.token(), &Map::new()))
     }
 }

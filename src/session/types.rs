@@ -1,5 +1,7 @@
-//! Typed results of the read operations (SPEC §8, §10), read from the JSON the
-//! generic call returns, so they can never disagree with it.
+//! Typed results of the operations (SPEC §8, §10, §14). A [`crate::Session`]
+//! builds them from records (`super::from_records`); they also read the JSON of
+//! the generic call, the HTTP API and MCP (`Deserialize`), and
+//! `tests/typed_session.rs` holds the two ways to each other.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

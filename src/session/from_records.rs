@@ -1,0 +1,221 @@
+//! The typed results, built from the records a read or a post yields: the same
+//! records the generic call shows as JSON (`engine::view`), without JSON in
+//! between. `tests/typed_session.rs` holds the two to each other: every typed
+//! result equals the generic call's JSON read into the same type.
+
+use serde_json::json;
+
+use super::types::{
+    Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
+    Turn,
+};
+use crate::engine::claims::ClaimParts;
+use crate::engine::read::Listing;
+use crate::engine::view::lock_label;
+use crate::protocol::ids::IdKind;
+use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
+use crate::store::records::{Awaiting, Change, EventRec, MessageRec, ThreadRec};
+use crate::time;
+
+fn key(kind: IdKind, n: u64) -> String {
+    kind.key(n)
+}
+
+impl Turn {
+    fn from_rec(a: &Awaiting) -> Turn {
+        Turn {
+            identity: a.identity.clone(),
+            extension: a.extension.clone(),
+            message: key(IdKind::Message, a.message),
+        }
+    }
+}
+
+impl ThreadSummary {
+    pub(crate) fn from_rec(t: &ThreadRec) -> ThreadSummary {
+        ThreadSummary {
+            id: key(IdKind::Thread, t.id),
+            topic: t.topic.clone(),
+            creator: Author {
+                identity: t.creator.clone(),
+                extension: t.creator_extension.clone(),
+            },
+            state: t.state,
+            state_origin: Origin::of(t.state_by_user),
+            state_confirmed_at: t.state_confirmed_at.map(time::format),
+            state_label: lock_label(&t.state_label),
+            locked: t.locked(),
+            awaiting: t.awaiting.as_ref().map(Turn::from_rec),
+            message_count: t.message_count,
+            created_at: time::format(t.created_at),
+            updated_at: time::format(t.updated_at),
+        }
+    }
+}
+
+impl MessageView {
+    /// A message with its `replies` (empty outside `get_thread`), moving its strings.
+    pub(crate) fn from_rec(m: MessageRec, replies: Vec<MessageView>) -> MessageView {
+        MessageView {
+            id: key(IdKind::Message, m.id),
+            kind: m.kind,
+            thread: key(IdKind::Thread, m.thread),
+            parent: m.parent.map(|p| key(IdKind::Message, p)),
+            from: Author {
+                identity: m.identity,
+                extension: m.extension,
+            },
+            author_kind: AuthorKind::of(m.human),
+            body: m.body,
+            created_at: time::format(m.created_at),
+            to: m.to,
+            state: m.state,
+            claim: m.claim.map(|c| key(IdKind::Claim, c)),
+            counter_claim: m.counter_claim.map(|c| key(IdKind::Claim, c)),
+            evidence: m.evidence,
+            supersedes: m
+                .supersedes
+                .iter()
+                .map(|c| key(IdKind::Claim, *c))
+                .collect(),
+            valid_until: m.valid_until.map(time::format),
+            provenance: m.provenance,
+            replies,
+        }
+    }
+
+    fn alone(m: MessageRec) -> MessageView {
+        MessageView::from_rec(m, Vec::new())
+    }
+}
+
+impl EventView {
+    pub(crate) fn from_rec(e: &EventRec) -> EventView {
+        let (kind, from_state, to_state, claim, from_status, to_status) = match &e.change {
+            Change::State {
+                from,
+                to,
+                confirmation,
+            } => {
+                let kind = if *confirmation {
+                    EventKind::Confirmation
+                } else {
+                    EventKind::Transition
+                };
+                (kind, Some(*from), Some(*to), None, None, None)
+            }
+            Change::Claim { claim, from, to } => (
+                EventKind::Claim,
+                None,
+                None,
+                Some(key(IdKind::Claim, *claim)),
+                Some(*from),
+                Some(*to),
+            ),
+        };
+        EventView {
+            id: key(IdKind::Event, e.id),
+            kind,
+            thread: key(IdKind::Thread, e.thread),
+            message: key(IdKind::Message, e.message),
+            from_state,
+            to_state,
+            claim,
+            from_status,
+            to_status,
+            origin: Origin::of(e.by_user),
+            identity: e.identity.clone(),
+            extension: e.extension.clone(),
+            label: lock_label(&e.label).or_else(|| e.shown_label.clone()),
+            confirmed: e.confirmed,
+            at: time::format(e.at),
+        }
+    }
+}
+
+impl ClaimView {
+    pub(crate) fn from_parts(p: &ClaimParts) -> ClaimView {
+        let c = &p.claim;
+        let support = |s: &crate::store::records::Support, with_evidence: bool| Support {
+            message: key(IdKind::Message, s.message),
+            identity: s.identity.clone(),
+            evidence: if with_evidence {
+                s.evidence.clone()
+            } else {
+                Vec::new()
+            },
+            at: time::format(s.at),
+        };
+        ClaimView {
+            id: key(IdKind::Claim, c.id),
+            message: key(IdKind::Message, c.message),
+            thread: key(IdKind::Thread, c.thread),
+            author: Author {
+                identity: c.identity.clone(),
+                extension: c.extension.clone(),
+            },
+            text: c.text.clone(),
+            status: c.status,
+            evidence: c.evidence.clone(),
+            attestations: c.attestations.iter().map(|s| support(s, true)).collect(),
+            verifications: c.verifications.iter().map(|s| support(s, false)).collect(),
+            refutations: p
+                .refutations
+                .iter()
+                .map(|(claim, message, status)| {
+                    json!({
+                        "claim": key(IdKind::Claim, *claim),
+                        "message": key(IdKind::Message, *message),
+                        "status": status,
+                    })
+                })
+                .collect(),
+            refutes: c.refutes.map(|r| key(IdKind::Claim, r)),
+            supersedes: c
+                .supersedes
+                .iter()
+                .map(|s| key(IdKind::Claim, *s))
+                .collect(),
+            superseded_by: c.superseded_by.map(|s| key(IdKind::Claim, s)),
+            valid_until: c.valid_until.map(time::format),
+            expired: c.valid_until.is_some_and(|t| p.now > t),
+            created_at: time::format(c.created_at),
+        }
+    }
+}
+
+impl<T> Page<T> {
+    pub(crate) fn from_listing<R>(listing: Listing<R>, item: impl FnMut(R) -> T) -> Page<T> {
+        Page {
+            items: listing.items.into_iter().map(item).collect(),
+            cursor: listing.cursor,
+            more: listing.more,
+        }
+    }
+}
+
+pub(crate) fn thread_item(t: ThreadRec) -> ThreadSummary {
+    ThreadSummary::from_rec(&t)
+}
+
+pub(crate) fn message_item(m: MessageRec) -> MessageView {
+    MessageView::alone(m)
+}
+
+pub(crate) fn event_item(e: EventRec) -> EventView {
+    EventView::from_rec(&e)
+}
+
+pub(crate) fn inbox_item((t, m): (ThreadRec, MessageRec)) -> InboxItem {
+    InboxItem {
+        thread: ThreadSummary::from_rec(&t),
+        message: MessageView::alone(m),
+    }
+}
+
+pub(crate) fn search_hit((m, t): (MessageRec, ThreadRec)) -> SearchHit {
+    SearchHit {
+        message: MessageView::alone(m),
+        thread: ThreadSummary::from_rec(&t),
+    }
+}
