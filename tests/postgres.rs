@@ -92,6 +92,110 @@ fn a_schema_written_by_a_newer_release_is_refused() {
     );
 }
 
+/// Version 1's word index: a row per word of each message.
+fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
+    client
+        .batch_execute(&format!(
+            "SET search_path TO parley_{name};
+             CREATE TABLE words (word text NOT NULL, message bigint NOT NULL,
+                                 thread bigint NOT NULL, PRIMARY KEY (word, message));
+             INSERT INTO words SELECT unnest(words), message, thread FROM message_words;
+             DROP TABLE message_words;
+             UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
+        ))
+        .expect("downgraded");
+}
+
+#[test]
+fn a_version_1_schema_gains_the_array_word_index_and_finds_its_messages() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let url = support::fresh_url(&base, "v1");
+    let name = url.rsplit("forum=").next().expect("named").to_string();
+    let (token, other, thread) = {
+        let forum = Forum::open(&url, Config::default()).expect("a new forum");
+        let token = forum
+            .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
+            .expect("token");
+        let other = forum
+            .create_token(&TokenSpec::llm("b", &[Right::Read, Right::Write]))
+            .expect("token");
+        let asked = forum
+            .call(
+                Some(&token),
+                "post",
+                &json!({"parley": "1", "kind": "ask", "body": "Why does the cache miss?"}),
+            )
+            .expect("asked");
+        let thread = asked["thread"]["id"].as_str().expect("id").to_string();
+        forum
+            .call(
+                Some(&other),
+                "post",
+                &json!({"parley": "1", "kind": "note", "thread": thread,
+                        "body": "The cache key holds the path."}),
+            )
+            .expect("noted");
+        (token, other, thread)
+    };
+    let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
+    downgrade_to_version_1(&mut client, &name);
+    let forum = Forum::open(&url, Config::default()).expect("migrated on open");
+    let version: i64 = client
+        .query_one(
+            &format!("SELECT value FROM parley_{name}.parley_meta WHERE key = 'schema_version'"),
+            &[],
+        )
+        .expect("reads")
+        .get(0);
+    assert_eq!(version, 2);
+    let tables: Vec<String> = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
+            &[&format!("parley_{name}")],
+        )
+        .expect("lists")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.contains(&"message_words".to_string()), "{tables:?}");
+    assert!(!tables.contains(&"words".to_string()), "{tables:?}");
+    let found = |q: &str| -> Vec<String> {
+        let page = forum
+            .call(Some(&token), "search", &json!({ "q": q }))
+            .expect("searched");
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["message"]["body"].as_str().expect("body").to_string())
+            .collect()
+    };
+    assert_eq!(
+        found("cache"),
+        ["The cache key holds the path.", "Why does the cache miss?"]
+    );
+    assert_eq!(found("cache path"), ["The cache key holds the path."]);
+    assert!(found("cache nowhere").is_empty());
+    // New posts are indexed in the new layout, beside the migrated ones.
+    forum
+        .call(
+            Some(&other),
+            "post",
+            &json!({"parley": "1", "kind": "note", "thread": thread,
+                    "body": "A second cache for the path."}),
+        )
+        .expect("noted");
+    assert_eq!(
+        found("path cache"),
+        [
+            "A second cache for the path.",
+            "The cache key holds the path."
+        ]
+    );
+}
+
 #[test]
 fn an_unreachable_server_is_a_clear_storage_error() {
     let err = Forum::open(

@@ -398,32 +398,16 @@ impl ReadTx for Tx<'_> {
         if words.is_empty() {
             return Ok(());
         }
-        // One posting list drives, the others are probed by (word, message): the
-        // primary key, so each probe is one index lookup.
-        let n = words.len();
-        let mut sql = String::from("SELECT w0.message, w0.thread FROM words w0");
-        for i in 1..n {
-            sql.push_str(&format!(
-                " JOIN words w{i} ON w{i}.word = ${} AND w{i}.message = w0.message",
-                i + 1
-            ));
-        }
-        sql.push_str(&format!(
-            " WHERE w0.word = $1 AND w0.message < ${} ORDER BY w0.message DESC LIMIT ${}",
-            n + 1,
-            n + 2
-        ));
+        // Every word at once (`@>`): GIN intersects the words' posting lists,
+        // skipping through the longer ones from the entries of the rarest, so the
+        // cost follows the rarest word's matches; the planner may instead walk
+        // the messages newest first when the words are common.
+        let sql = "SELECT message, thread FROM message_words \
+                   WHERE words @> $1::text[] AND message < $2 \
+                   ORDER BY message DESC LIMIT $3";
         self.pages(
             big(before),
-            |c, from, limit| {
-                let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = words
-                    .iter()
-                    .map(|w| w as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
-                params.push(&from);
-                params.push(&limit);
-                c.rows(&sql, &params)
-            },
+            |c, from, limit| c.rows(sql, &[&words, &from, &limit]),
             visit,
         )
     }

@@ -33,6 +33,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX idempotency_by_age ON idempotency (at);
      -- One more at every commit (`cache.rs`).
      INSERT INTO parley_meta (key, value) VALUES ('generation', 0);",
+    // Version 2: the word index is one row per message, its distinct words in an
+    // array under a GIN index, instead of a row (and a B-tree entry) per word: a
+    // post's 50 or so words cost the server about 310 µs as rows and 55 µs as one
+    // array (`docs/performance.md`, "PostgreSQL"). GIN's pending list takes the
+    // new entries and merges them in bulk later, as the redb file's word tail does.
+    "CREATE TABLE message_words (message bigint PRIMARY KEY, thread bigint NOT NULL,
+                                 words text[] NOT NULL);
+     INSERT INTO message_words (message, thread, words)
+         SELECT message, min(thread), array_agg(word ORDER BY word) FROM words GROUP BY message;
+     DROP TABLE words;
+     CREATE INDEX message_words_words ON message_words USING gin (words);",
 ];
 
 /// The schema version this release writes.

@@ -181,13 +181,14 @@ impl WriteTx for Tx<'_> {
         }
         Stmt::new(
             self.queue(),
-            "INSERT INTO words (word, message, thread) SELECT unnest(",
+            "INSERT INTO message_words (message, thread, words) VALUES (",
         )
-        .texts(&held)
-        .sql("), ")
         .int(big(message))
         .sql(", ")
         .int(big(thread))
+        .sql(", ")
+        .texts(&held)
+        .sql(")")
         .end();
         Ok(())
     }
