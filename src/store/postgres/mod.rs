@@ -19,6 +19,7 @@
 mod cache;
 mod conn;
 mod listen;
+mod posts;
 mod read;
 mod schema;
 mod sql;

@@ -33,15 +33,31 @@ pub(super) struct Writing {
     pub(super) pool: std::sync::Arc<super::conn::Pool>,
 }
 
+/// A writer's statements not sent yet: in order, then its posts' rows.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    pub(super) sql: String,
+    pub(super) posts: super::posts::Posts,
+}
+
+impl Pending {
+    /// Everything queued, as one batch of statements; the queue is left empty.
+    pub(super) fn take(&mut self) -> String {
+        let mut sql = std::mem::take(&mut self.sql);
+        self.posts.drain_into(&mut sql);
+        sql
+    }
+}
+
 /// A transaction. Its statements run in order on one connection; the connection
 /// sits in a `RefCell` because reads take `&self`. No borrow is held while a
 /// visitor runs, so a visitor may read through the same transaction.
 pub(super) struct Tx<'p> {
     pub(super) conn: RefCell<Pooled<'p>>,
     pub(super) writing: Option<Writing>,
-    /// Writes not sent yet (`sql.rs`): sent before the next read, or with the
-    /// commit, in one round trip.
-    pub(super) pending: RefCell<String>,
+    /// Writes not sent yet (`sql.rs`, `posts.rs`): sent before the next read, or
+    /// with the commit, in one round trip.
+    pub(super) pending: RefCell<Pending>,
     /// Records read or written in this transaction, and for a writer the store's
     /// cache when it is current (`cache.rs`). A writer holds the forum's lock, and
     /// a snapshot sees one state: no record changes under either.
@@ -121,7 +137,7 @@ impl<'p> Tx<'p> {
     pub(super) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut pooled = self.conn.borrow_mut();
         // A read sees this transaction's own writes: the queued ones go first.
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        let pending = self.pending.borrow_mut().take();
         let sent = if pending.is_empty() {
             Ok(())
         } else {

@@ -29,9 +29,9 @@ impl Tx<'_> {
         self.cache.seen.get_mut()
     }
 
-    /// The batch of statements not sent yet.
+    /// The statements not sent yet.
     fn queue(&mut self) -> &mut String {
-        self.pending.get_mut()
+        &mut self.pending.get_mut().sql
     }
 }
 
@@ -85,57 +85,14 @@ impl WriteTx for Tx<'_> {
                 .as_ref()
                 .map(|a| (a.identity.clone(), big(a.message)))
         };
-        let (old_turn, new_turn) = (before.and_then(turn), turn(after));
-        let id = big(thread.id);
-        let q = self.pending.get_mut();
-        if old_turn != new_turn {
-            if let Some((who, pos)) = &old_turn {
-                Stmt::new(q, "DELETE FROM turns WHERE identity = ")
-                    .text(who)
-                    .sql(" AND pos = ")
-                    .int(*pos)
-                    .end();
-            }
-            if let Some((who, pos)) = &new_turn {
-                Stmt::new(q, "INSERT INTO turns (identity, pos, thread) VALUES (")
-                    .text(who)
-                    .sql(", ")
-                    .int(*pos)
-                    .sql(", ")
-                    .int(id)
-                    .sql(")")
-                    .end();
-            }
-        }
-        if let Some(b) = before {
-            Stmt::new(q, "DELETE FROM activity WHERE state = ")
-                .int(i64::from(b.state.code()))
-                .sql(" AND pos = ")
-                .int(big(b.last_message))
-                .end();
-        }
-        Stmt::new(q, "INSERT INTO activity (state, pos, thread) VALUES (")
-            .int(i64::from(after.state.code()))
-            .sql(", ")
-            .int(big(after.last_message))
-            .sql(", ")
-            .int(id)
-            .sql(")")
-            .end();
-        Stmt::new(q, "INSERT INTO messages (id, thread, rec) VALUES (")
-            .int(big(message.id))
-            .sql(", ")
-            .int(big(message.thread))
-            .sql(", ")
-            .bytes(&codec::encode(message))
-            .sql(")")
-            .end();
-        Stmt::new(q, "INSERT INTO threads (id, rec) VALUES (")
-            .int(id)
-            .sql(", ")
-            .bytes(&codec::encode_thread(thread))
-            .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
-            .end();
+        let place = |s: &ThreadSpot| (i64::from(s.state.code()), big(s.last_message));
+        // Queued as rows, sent with the batch's other posts (`posts.rs`).
+        self.pending.get_mut().posts.post(
+            (big(message.id), big(message.thread), codec::encode(message)),
+            (big(thread.id), codec::encode_thread(thread)),
+            (before.and_then(turn), turn(after)),
+            (before.map(place), place(after)),
+        );
         let seen = self.seen();
         seen.messages.insert(message.id, Some(message.clone()));
         seen.threads.insert(thread.id, Some((**thread).clone()));
@@ -179,17 +136,10 @@ impl WriteTx for Tx<'_> {
         if held.is_empty() {
             return Ok(());
         }
-        Stmt::new(
-            self.queue(),
-            "INSERT INTO message_words (message, thread, words) VALUES (",
-        )
-        .int(big(message))
-        .sql(", ")
-        .int(big(thread))
-        .sql(", ")
-        .texts(&held)
-        .sql(")")
-        .end();
+        self.pending
+            .get_mut()
+            .posts
+            .words(big(message), big(thread), held);
         Ok(())
     }
 
@@ -263,7 +213,7 @@ impl WriteTx for Tx<'_> {
         }
         // The last writes and the commit go in one round trip, with the forum's
         // generation one on (`cache.rs`).
-        let mut batch = std::mem::take(self.queue());
+        let mut batch = self.pending.get_mut().take();
         batch.push_str("UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';\n");
         self.ended = true;
         let durable = match pool.target.durability {
