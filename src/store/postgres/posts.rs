@@ -25,6 +25,11 @@ struct Entry<K> {
     after: Option<K>,
 }
 
+/// A thread's turn in `turns`: the awaited identity and the turn-setting message.
+type Turn = (String, i64);
+/// A thread's place in `activity`: its state's code and its latest message.
+type Place = (i64, i64);
+
 /// The rows of the posts queued since the last send.
 #[derive(Debug, Default)]
 pub(super) struct Posts {
@@ -34,8 +39,8 @@ pub(super) struct Posts {
     words: Vec<(i64, i64, Vec<String>)>,
     /// Each thread's last record.
     threads: BTreeMap<i64, Vec<u8>>,
-    turns: BTreeMap<i64, Entry<(String, i64)>>,
-    activity: BTreeMap<i64, Entry<(i64, i64)>>,
+    turns: BTreeMap<i64, Entry<Turn>>,
+    activity: BTreeMap<i64, Entry<Place>>,
 }
 
 /// A thread's entry moves from `before` to `after`; the first post of the batch to
@@ -55,8 +60,8 @@ impl Posts {
         &mut self,
         message: (i64, i64, Vec<u8>),
         thread: (i64, Vec<u8>),
-        turn: (Option<(String, i64)>, Option<(String, i64)>),
-        place: (Option<(i64, i64)>, (i64, i64)),
+        turn: (Option<Turn>, Option<Turn>),
+        place: (Option<Place>, Place),
     ) {
         let id = thread.0;
         self.messages.push(message);
@@ -185,14 +190,16 @@ fn additions<K: PartialEq>(
 mod tests {
     use super::*;
 
+    type Named<'a> = Option<(&'a str, i64)>;
+
     fn post(
         p: &mut Posts,
         id: i64,
         thread: i64,
-        turn: (Option<(&str, i64)>, Option<(&str, i64)>),
-        place: (Option<(i64, i64)>, (i64, i64)),
+        turn: (Named<'_>, Named<'_>),
+        place: (Option<Place>, Place),
     ) {
-        let owned = |t: Option<(&str, i64)>| t.map(|(w, p)| (w.to_string(), p));
+        let owned = |t: Named<'_>| t.map(|(w, p)| (w.to_string(), p));
         p.post(
             (id, thread, vec![id as u8]),
             (thread, vec![thread as u8]),
