@@ -228,9 +228,7 @@ impl Forum {
                 .wait_for_items(args_obj, |a| self.get_messages(token, a))
                 .map(|l| l.json(show::message)),
             "search" => self.search(token, args_obj).map(|l| l.json(show::hit)),
-            "get_claim" if self.config.dialectic => {
-                self.get_claim(token, args_obj).map(|c| c.json())
-            }
+            "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
             other => Err(Error::UnknownOperation(other.to_string())),
         }
     }

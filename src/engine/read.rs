@@ -405,6 +405,10 @@ impl Forum {
         token: Option<&str>,
         args: &Map<String, Value>,
     ) -> Result<super::claims::ClaimParts> {
+        // Without the dialectic profile the operation does not exist (§10).
+        if !self.config.dialectic {
+            return Err(Error::UnknownOperation("get_claim".into()));
+        }
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
         only(args, &["claim"])?;

@@ -8,7 +8,7 @@ mod types;
 use serde_json::{json, Map, Value};
 
 use crate::engine::read::{tree, Listing};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::Forum;
 pub use types::{
     Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
@@ -280,9 +280,6 @@ impl Session<'_> {
 
     /// A claim and its status (dialectic profile).
     pub fn claim(&self, id: &str) -> Result<ClaimView> {
-        if !self.forum.config.dialectic {
-            return Err(Error::UnknownOperation("get_claim".into()));
-        }
         let a = args(json!({ "claim": id }));
         let parts = self
             .forum

@@ -157,7 +157,7 @@ fn removals<K: PartialEq>(
     table: &str,
     first: &str,
     entries: &BTreeMap<i64, Entry<K>>,
-    key: impl for<'a> FnMut(Stmt<'a>, &K) -> Stmt<'a>,
+    mut key: impl for<'a> FnMut(Stmt<'a>, &K) -> Stmt<'a>,
 ) {
     let gone: Vec<&K> = entries
         .values()
@@ -165,7 +165,6 @@ fn removals<K: PartialEq>(
         .filter_map(|e| e.before.as_ref())
         .collect();
     let head = format!("DELETE FROM {table} WHERE ({first}, pos) IN (");
-    let mut key = key;
     rows(sql, &head, &gone, ")", |s, k| key(s, k));
 }
 
