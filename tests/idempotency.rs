@@ -273,3 +273,94 @@ fn keys_stay_remembered_across_the_merge_of_the_tail_and_a_reopen() {
         .unwrap();
     assert_eq!(next["message"]["id"], "msg_601", "no retry wrote");
 }
+
+/// A retry through another token of the same identity is not among the keys its
+/// handle posted under, so the batch decides it, not a snapshot: the batch must
+/// find the keys the tail's merge moved into the index, and a key the expiry
+/// forgot there and a later post used again, before and after a reopen.
+#[test]
+fn the_batch_finds_merged_forgotten_and_reused_keys_through_another_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    let now = Arc::new(AtomicI64::new(START));
+    let config = || {
+        let mut c = Config::from_json(&json!({
+            "durable": false,
+            "limits": { "writes_per_minute": 0, "idempotency_ttl_s": 60 },
+        }))
+        .unwrap();
+        let clock = Arc::clone(&now);
+        c.clock = Arc::new(move || clock.load(Ordering::SeqCst));
+        c
+    };
+    let rights = [Right::Read, Right::Write];
+    let ask =
+        |key: &str, body: &str| json!({ "kind": "ask", "body": body, "idempotency_key": key });
+    let forum = Forum::open(&path, config()).unwrap();
+    let first = forum
+        .create_token(&TokenSpec::llm("alice", &rights))
+        .unwrap();
+    let post = |forum: &Forum, token: &str, key: &str, body: &str| {
+        forum.call(Some(token), "post", &ask(key, body))
+    };
+    for i in 1..=600 {
+        post(&forum, &first, &format!("k-{i}"), &format!("question {i}")).unwrap();
+    }
+    // Merged (1..=512) and still in the tail (513..=600).
+    // Each attempt through a token of its own, so that none replays early.
+    let check = |forum: &Forum, keys: &[(u32, &str, &str)]| {
+        let token = || {
+            forum
+                .create_token(&TokenSpec::llm("alice", &rights))
+                .unwrap()
+        };
+        for &(i, body, id) in keys {
+            let key = format!("k-{i}");
+            let again = post(forum, &token(), &key, body).unwrap();
+            assert_eq!(
+                (again["message"]["id"].as_str(), again["replayed"].as_bool()),
+                (Some(id), Some(true)),
+                "{key}"
+            );
+            let refused = post(forum, &token(), &key, "another body").unwrap_err();
+            assert_eq!(
+                refused.refusal().map(|r| r.reason),
+                Some(Reason::IdempotencyConflict),
+                "{key}"
+            );
+        }
+    };
+    check(
+        &forum,
+        &[
+            (1, "question 1", "msg_1"),
+            (512, "question 512", "msg_512"),
+            (513, "question 513", "msg_513"),
+            (600, "question 600", "msg_600"),
+        ],
+    );
+    // Past the ttl, k-600 is used again for a new post, which the next merge
+    // (posts without keys) writes over its expired record in the index; keyed
+    // posts then forget the expired keys, but not that record, which names the
+    // new post.
+    now.fetch_add(61_000, Ordering::SeqCst);
+    let reused = post(&forum, &first, "k-600", "question 600, asked again").unwrap();
+    assert!(reused.get("replayed").is_none(), "k-600 expired");
+    let reused_id = reused["message"]["id"].as_str().unwrap().to_string();
+    for i in 0..450 {
+        let note = json!({ "kind": "ask", "body": format!("unkeyed {i}") });
+        forum.call(Some(&first), "post", &note).unwrap();
+    }
+    for i in 0..400 {
+        post(&forum, &first, &format!("later-{i}"), &format!("later {i}")).unwrap();
+    }
+    let expected = [(600, "question 600, asked again", reused_id.as_str())];
+    check(&forum, &expected);
+    let fresh = post(&forum, &first, "k-300", "question 300, asked again").unwrap();
+    assert!(fresh.get("replayed").is_none(), "k-300 expired");
+    drop(forum);
+    let forum = Forum::open(&path, config()).unwrap();
+    check(&forum, &expected);
+    let again = post(&forum, &first, "k-300", "question 300, asked again").unwrap();
+    assert_eq!(again["replayed"], true);
+}

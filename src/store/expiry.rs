@@ -24,13 +24,15 @@ const IDS_PER_KEY: usize = 64;
 /// Forgets up to `max` keys of posts made before `before` (ms). The records of
 /// messages through `merged` are in [`INDEX`]; those of later ones, the word
 /// index's tail, are forgotten by `forget_tail(record, message)`, which says
-/// whether the record still named that message (see `super::key_tail`).
+/// whether the record still named that message (see `super::key_tail`). The
+/// records removed from [`INDEX`] are added to `unindexed`.
 pub(super) fn forget(
     txn: &redb::WriteTransaction,
     before: i64,
     max: usize,
     merged: u64,
     forget_tail: &mut dyn FnMut(&[u8], u64) -> bool,
+    unindexed: &mut Vec<Vec<u8>>,
 ) -> Result<Forgot> {
     let from = txn
         .open_table(META)
@@ -86,6 +88,7 @@ pub(super) fn forget(
                 .map(|v| v.value());
             if current == Some(*id) {
                 index.remove(record.as_slice()).or_storage()?;
+                unindexed.push(record.clone());
                 keys += 1;
             }
         }

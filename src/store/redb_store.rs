@@ -19,7 +19,7 @@ use super::redb_open::{
     unpanicked, Db, ALREADY_OPEN, REOPEN_WAIT,
 };
 use super::tables::*;
-use super::tail::{Delta, Tail};
+use super::tail::{Delta, KeyHasher, Tail};
 use super::{activity, blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
 use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
@@ -58,6 +58,8 @@ pub(crate) struct RedbStore {
     /// It is never emptied under a writer, which relies on it for the committed
     /// tail its transaction began from.
     tail_stale: AtomicBool,
+    /// Hashes the records of `INDEX` for the tail's count of them.
+    key_hasher: KeyHasher,
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
@@ -180,6 +182,7 @@ impl RedbStore {
             words_merged: Mutex::new(None),
             tail: Mutex::new(None),
             tail_stale: AtomicBool::new(false),
+            key_hasher: KeyHasher::default(),
             threads: Mutex::new(HashMap::new()),
             durability,
             cursor_key,
@@ -300,7 +303,7 @@ impl Store for RedbStore {
             let mut tail = lock_tail(&self.tail);
             if tail.is_none() || self.tail_stale.swap(false, Ordering::SeqCst) {
                 // Read as committed, before this transaction writes anything.
-                *tail = Some(Tail::load(&txn)?);
+                *tail = Some(Tail::load(&txn, &self.key_hasher)?);
             }
         }
         Ok(Box::new(Writer {
@@ -397,6 +400,15 @@ impl Writer<'_> {
         self.keys.get(&tail.as_ref()?.keys, record)
     }
 
+    /// Whether `INDEX` may hold `record` as this transaction sees it; `false`
+    /// means it does not (see `super::tail`, the counts of merged keys).
+    fn index_may_hold(&self, record: &[u8]) -> bool {
+        let hash = self.store.key_hasher.of(record);
+        let tail = lock_tail(&self.store.tail);
+        tail.as_ref()
+            .is_none_or(|t| self.keys.index_may_hold(&t.merged, hash))
+    }
+
     /// A thread as this transaction sees it: written here, else committed (from
     /// the store's cache, or read and then cached).
     fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
@@ -433,6 +445,11 @@ impl Snapshot<'_> {
     fn tail_key(&self, record: &[u8]) -> Option<u64> {
         let tail = self.store.tail.try_lock().ok()?;
         tail.as_ref()?.keys.get(record)
+    }
+
+    /// A snapshot may be older or newer than the tail's counts: it always looks.
+    fn index_may_hold(&self, _record: &[u8]) -> bool {
+        true
     }
 }
 

@@ -130,6 +130,10 @@ pub(crate) mod key {
         k
     }
 
+    /// Every idempotency record: `[first, end)`.
+    pub(in crate::store) fn all_idempotency() -> (Vec<u8>, Vec<u8>) {
+        (vec![KEY], vec![KEY + 1])
+    }
     /// The identity and key of an idempotency record's key.
     pub(in crate::store) fn split_idempotency(record: &[u8]) -> Option<(&str, &str)> {
         let rest = record.strip_prefix(&[KEY])?;

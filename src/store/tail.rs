@@ -23,9 +23,19 @@
 //!   otherwise reads `INDEX`. It may then miss a key (while a commit holds the
 //!   lock, or merged after it began); a snapshot's answer is only a hint (the
 //!   post's batch decides, `engine::post::replay_early`).
+//!
+//! The tail also counts the records `INDEX` holds, by a hash of each
+//! ([`MergedKeys`]), so that a writer looks a key up in `INDEX` only when a record
+//! of that hash is there: a first try, the common case, then opens no table (the
+//! look-up cost a post about a twentieth of its time, measured in
+//! `docs/performance.md`, "A count of the merged keys"). The counts are exact for
+//! the committed `INDEX` (loaded with the tail, changed only by committed
+//! transactions), so a hash the counts lack is a record `INDEX` lacks; two
+//! records of one hash only cost a look-up.
 
 use crate::store::redb_error::OrStorage;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use redb::ReadableTable;
 
@@ -35,17 +45,67 @@ use super::expiry::EXPIRED;
 use super::tables::{key, INDEX, MESSAGES, META, PLACES};
 use crate::error::Result;
 
-/// The tail's records as of the last commit.
+/// The tail's records as of the last commit, and the counts of `INDEX`'s.
 #[derive(Debug, Default)]
 pub(super) struct Tail {
     pub(super) keys: KeyTail,
+    pub(super) merged: MergedKeys,
+}
+
+/// How a record is hashed for [`MergedKeys`]: foldhash, seeded once per store
+/// (the seed never leaves the process, so a writer cannot aim keys at one hash;
+/// a collision would only cost a look-up anyway).
+#[derive(Debug, Default)]
+pub(super) struct KeyHasher(foldhash::fast::RandomState);
+
+impl KeyHasher {
+    pub(super) fn of(&self, record: &[u8]) -> u64 {
+        self.0.hash_one(record)
+    }
+}
+
+/// How many of `INDEX`'s idempotency records have each hash, as committed.
+#[derive(Debug, Default)]
+pub(super) struct MergedKeys(HashMap<u64, u32, foldhash::fast::RandomState>);
+
+impl MergedKeys {
+    /// Whether `INDEX` may hold a record of hash `hash`: `false` means it holds none.
+    pub(super) fn may_hold(&self, hash: u64) -> bool {
+        self.0.contains_key(&hash)
+    }
+
+    fn add(&mut self, hash: u64) {
+        *self.0.entry(hash).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, hash: u64) {
+        if let Some(n) = self.0.get_mut(&hash) {
+            *n -= 1;
+            if *n == 0 {
+                self.0.remove(&hash);
+            }
+        }
+    }
+
+    /// Counts every idempotency record of `INDEX` as `txn` sees it.
+    fn load(txn: &redb::WriteTransaction, hasher: &KeyHasher) -> Result<MergedKeys> {
+        let index = txn.open_table(INDEX).or_storage()?;
+        let (lo, hi) = key::all_idempotency();
+        let mut counts = MergedKeys::default();
+        for entry in index.range(lo.as_slice()..hi.as_slice()).or_storage()? {
+            let (record, _) = entry.or_storage()?;
+            counts.add(hasher.of(record.value()));
+        }
+        Ok(counts)
+    }
 }
 
 impl Tail {
     /// The committed tail, read by a write transaction that has written nothing
     /// yet. A key used twice names the later post; the records of posts the
-    /// expiry has passed are left out.
-    pub(super) fn load(txn: &redb::WriteTransaction) -> Result<Tail> {
+    /// expiry has passed are left out. `INDEX`'s records are counted with it.
+    pub(super) fn load(txn: &redb::WriteTransaction, hasher: &KeyHasher) -> Result<Tail> {
+        let merged = MergedKeys::load(txn, hasher)?;
         let after = {
             let meta = txn.open_table(META).or_storage()?;
             let merged = super::words::merged_through(&meta)?;
@@ -69,6 +129,7 @@ impl Tail {
         })?;
         Ok(Tail {
             keys: KeyTail(keys),
+            merged,
         })
     }
 
@@ -76,7 +137,7 @@ impl Tail {
     /// tail's (the merge writes them again), so that `INDEX` holds exactly the
     /// merged posts' records, as version 5 keeps it.
     pub(super) fn migrate(txn: &redb::WriteTransaction) -> Result<()> {
-        let tail = Tail::load(txn)?;
+        let tail = Tail::load(txn, &KeyHasher::default())?;
         let mut index = txn.open_table(INDEX).or_storage()?;
         for (record, id) in &tail.keys.0 {
             if index
@@ -93,6 +154,12 @@ impl Tail {
 
     /// Takes a committed transaction's changes.
     pub(super) fn apply(&mut self, keys: Delta) {
+        for &hash in &keys.indexed {
+            self.merged.add(hash);
+        }
+        for &hash in &keys.unindexed {
+            self.merged.remove(hash);
+        }
         keys.apply(&mut self.keys);
     }
 }
@@ -115,9 +182,30 @@ pub(super) struct Delta {
     removed: Vec<(Vec<u8>, u64)>,
     /// The end of the tail this transaction merged into `INDEX`, if it did.
     merged: Option<u64>,
+    /// Hashes of the records this transaction added to `INDEX` (not replaced).
+    indexed: Vec<u64>,
+    /// Hashes of the records this transaction removed from `INDEX`.
+    unindexed: Vec<u64>,
 }
 
 impl Delta {
+    /// Whether `INDEX` may hold a record of hash `hash` as this transaction sees
+    /// it: the committed counts, or a record this transaction added. (A record it
+    /// removed may still be counted: a look-up then finds nothing.)
+    pub(super) fn index_may_hold(&self, merged: &MergedKeys, hash: u64) -> bool {
+        merged.may_hold(hash) || self.indexed.contains(&hash)
+    }
+
+    /// This transaction added a record of hash `hash` to `INDEX`, where none was.
+    pub(super) fn indexed(&mut self, hash: u64) {
+        self.indexed.push(hash);
+    }
+
+    /// This transaction removed a record of hash `hash` from `INDEX`.
+    pub(super) fn unindexed(&mut self, hash: u64) {
+        self.unindexed.push(hash);
+    }
+
     /// The message `record` names in the tail as the transaction sees it.
     pub(super) fn get(&self, tail: &KeyTail, record: &[u8]) -> Option<u64> {
         if let Some(id) = self.added.get(record) {
@@ -206,6 +294,32 @@ mod tests {
             (t.get(b"a"), t.get(b"b"), t.get(b"c")),
             (Some(4), None, Some(3))
         );
+    }
+
+    #[test]
+    fn the_counts_of_merged_keys_change_only_with_a_committed_delta() {
+        let mut t = Tail::default();
+        let mut d = Delta::default();
+        d.indexed(7);
+        d.indexed(7); // two records of one hash
+        d.indexed(9);
+        assert!(
+            d.index_may_hold(&t.merged, 7),
+            "the transaction's own records"
+        );
+        assert!(!t.merged.may_hold(7), "nothing committed yet");
+        t.apply(d);
+        let mut d = Delta::default();
+        d.unindexed(7);
+        d.unindexed(9);
+        assert!(d.index_may_hold(&t.merged, 9), "a removal may still look");
+        t.apply(d);
+        assert!(t.merged.may_hold(7), "one record of hash 7 is left");
+        assert!(!t.merged.may_hold(9));
+        let mut d = Delta::default();
+        d.unindexed(7);
+        t.apply(d);
+        assert!(!t.merged.may_hold(7));
     }
 
     #[test]

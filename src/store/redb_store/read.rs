@@ -201,6 +201,9 @@ macro_rules! impl_read {
                         }
                     }
                 }
+                if !self.index_may_hold(&record) {
+                    return Ok(None);
+                }
                 let found = self
                     .table(INDEX)?
                     .get(record.as_slice())

@@ -109,9 +109,17 @@ impl WriteTx for Writer<'_> {
                 let tail = lock_tail(&self.store.tail);
                 self.keys.merge(&loaded(&tail)?.keys, upto)
             };
+            let mut added = Vec::new();
             let mut index = self.table(INDEX)?;
             for (record, id) in records {
-                index.insert(record.as_slice(), id).or_storage()?;
+                let replaced = index.insert(record.as_slice(), id).or_storage()?;
+                if replaced.is_none() {
+                    added.push(self.store.key_hasher.of(&record));
+                }
+            }
+            drop(index);
+            for hash in added {
+                self.keys.indexed(hash);
             }
         }
         self.words_merged = Some(now.unwrap_or(merged));
@@ -129,9 +137,14 @@ impl WriteTx for Writer<'_> {
         if post.message > self.merged_mark()? {
             self.keys.add(record, post.message);
         } else {
-            self.table(INDEX)?
+            let replaced = self
+                .table(INDEX)?
                 .insert(record.as_slice(), post.message)
-                .or_storage()?;
+                .or_storage()?
+                .is_some();
+            if !replaced {
+                self.keys.indexed(self.store.key_hasher.of(&record));
+            }
         }
         Ok(())
     }
@@ -141,9 +154,19 @@ impl WriteTx for Writer<'_> {
         let tail = lock_tail(&self.store.tail);
         let tail = loaded(&tail)?;
         let keys = &mut self.keys;
-        crate::store::expiry::forget(&self.txn, before, max, merged, &mut |record, id| {
-            keys.forget(&tail.keys, record, id)
-        })
+        let mut unindexed = Vec::new();
+        let forgot = crate::store::expiry::forget(
+            &self.txn,
+            before,
+            max,
+            merged,
+            &mut |record, id| keys.forget(&tail.keys, record, id),
+            &mut unindexed,
+        )?;
+        for record in unindexed {
+            keys.unindexed(self.store.key_hasher.of(&record));
+        }
+        Ok(forgot)
     }
 
     fn put_event(&mut self, event: &EventRec) -> Result<()> {
