@@ -102,10 +102,19 @@ impl MergedKeys {
 
 impl Tail {
     /// The committed tail, read by a write transaction that has written nothing
-    /// yet. A key used twice names the later post; the records of posts the
-    /// expiry has passed are left out. `INDEX`'s records are counted with it.
+    /// yet, with `INDEX`'s records counted.
     pub(super) fn load(txn: &redb::WriteTransaction, hasher: &KeyHasher) -> Result<Tail> {
-        let merged = MergedKeys::load(txn, hasher)?;
+        Ok(Tail {
+            keys: KeyTail::load(txn)?,
+            merged: MergedKeys::load(txn, hasher)?,
+        })
+    }
+}
+
+impl KeyTail {
+    /// The committed tail's records. A key used twice names the later post; the
+    /// records of posts the expiry has passed are left out.
+    fn load(txn: &redb::WriteTransaction) -> Result<KeyTail> {
         let after = {
             let meta = txn.open_table(META).or_storage()?;
             let merged = super::words::merged_through(&meta)?;
@@ -127,19 +136,18 @@ impl Tail {
             }
             Ok(true)
         })?;
-        Ok(Tail {
-            keys: KeyTail(keys),
-            merged,
-        })
+        Ok(KeyTail(keys))
     }
+}
 
+impl Tail {
     /// Versions 3 and 4 wrote every keyed post's record to `INDEX`. Removes the
     /// tail's (the merge writes them again), so that `INDEX` holds exactly the
     /// merged posts' records, as version 5 keeps it.
     pub(super) fn migrate(txn: &redb::WriteTransaction) -> Result<()> {
-        let tail = Tail::load(txn, &KeyHasher::default())?;
+        let keys = KeyTail::load(txn)?;
         let mut index = txn.open_table(INDEX).or_storage()?;
-        for (record, id) in &tail.keys.0 {
+        for (record, id) in &keys.0 {
             if index
                 .get(record.as_slice())
                 .or_storage()?

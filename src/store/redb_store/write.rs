@@ -109,17 +109,15 @@ impl WriteTx for Writer<'_> {
                 let tail = lock_tail(&self.store.tail);
                 self.keys.merge(&loaded(&tail)?.keys, upto)
             };
-            let mut added = Vec::new();
-            let mut index = self.table(INDEX)?;
+            let mut index = self.txn.open_table(INDEX).or_storage()?;
             for (record, id) in records {
-                let replaced = index.insert(record.as_slice(), id).or_storage()?;
-                if replaced.is_none() {
-                    added.push(self.store.key_hasher.of(&record));
-                }
-            }
-            drop(index);
-            for hash in added {
-                self.keys.indexed(hash);
+                index_key(
+                    &mut index,
+                    &mut self.keys,
+                    &self.store.key_hasher,
+                    &record,
+                    id,
+                )?;
             }
         }
         self.words_merged = Some(now.unwrap_or(merged));
@@ -137,14 +135,9 @@ impl WriteTx for Writer<'_> {
         if post.message > self.merged_mark()? {
             self.keys.add(record, post.message);
         } else {
-            let replaced = self
-                .table(INDEX)?
-                .insert(record.as_slice(), post.message)
-                .or_storage()?
-                .is_some();
-            if !replaced {
-                self.keys.indexed(self.store.key_hasher.of(&record));
-            }
+            let mut index = self.txn.open_table(INDEX).or_storage()?;
+            let hasher = &self.store.key_hasher;
+            index_key(&mut index, &mut self.keys, hasher, &record, post.message)?;
         }
         Ok(())
     }
@@ -248,4 +241,20 @@ impl WriteTx for Writer<'_> {
         // redb's durable commit returned: the commit is on disk.
         Ok(Durable::done())
     }
+}
+
+/// Writes the idempotency record `record` → `message` to `INDEX`, and tells the
+/// transaction's delta when it added a record where none was (a replaced one
+/// keeps its count; see `super::super::tail`).
+fn index_key(
+    index: &mut redb::Table<'_, &'static [u8], u64>,
+    keys: &mut Delta,
+    hasher: &KeyHasher,
+    record: &[u8],
+    message: u64,
+) -> Result<()> {
+    if index.insert(record, message).or_storage()?.is_none() {
+        keys.indexed(hasher.of(record));
+    }
+    Ok(())
 }
