@@ -393,6 +393,72 @@ fn a_wait_on_one_engine_wakes_for_a_post_on_the_other() {
     assert!(took < Duration::from_secs(10), "woke after {took:?}");
 }
 
+/// The other engine posts without a pause (every 20 ms, its listener's poll is
+/// 250 ms): the waiter still wakes for the post meant for it, not once the stream
+/// stops.
+#[test]
+fn a_wait_wakes_while_the_other_engine_posts_without_a_pause() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 0}}));
+    let (alice, bob, carol) = (llm(&p.a, "alice"), llm(&p.a, "bob"), llm(&p.a, "carol"));
+    llm(&p.a, "dave");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stream = {
+        let (a, stop) = (Arc::clone(&p.a), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(8);
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < until {
+                // Asked of dave: nothing of it is in bob's inbox.
+                a.call(
+                    Some(&carol),
+                    "post",
+                    &json!({"parley": "1", "kind": "ask", "to": "ainotes:dave",
+                            "body": format!("dave, question {n}")}),
+                )
+                .unwrap();
+                n += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            n
+        })
+    };
+    let waiter = {
+        let (b, bob) = (Arc::clone(&p.b), bob.clone());
+        std::thread::spawn(move || {
+            let page = b
+                .call(Some(&bob), "get_inbox", &json!({"wait_ms": 20000}))
+                .unwrap();
+            (page, Instant::now())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(600));
+    let posted = Instant::now();
+    p.a.call(
+        Some(&alice),
+        "post",
+        &json!({"parley": "1", "kind": "ask", "body": "bob, a question", "to": "ainotes:bob"}),
+    )
+    .unwrap();
+    let (page, woke) = waiter.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let streamed = stream.join().unwrap();
+    assert!(
+        streamed > 20,
+        "the other engine posted only {streamed} times"
+    );
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{}", items.len());
+    assert_eq!(items[0]["message"]["body"], "bob, a question");
+    let took = woke.duration_since(posted);
+    assert!(
+        took < Duration::from_secs(3),
+        "woke {took:?} after the post, while the other engine kept posting"
+    );
+}
+
 #[test]
 fn posts_of_one_engine_share_transactions_and_reads_never_block_the_writer() {
     let Some(base) = support::server() else {

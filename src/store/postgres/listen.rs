@@ -93,30 +93,39 @@ fn listen(
             ring_all(rings);
         }
         while !stop.load(Ordering::Relaxed) {
-            let mut heard = false;
-            let mut lost = false;
-            {
-                let mut notes = client.notifications();
-                let mut iter = notes.timeout_iter(POLL);
-                loop {
-                    match postgres::fallible_iterator::FallibleIterator::next(&mut iter) {
-                        // This engine rang its own waits when it committed.
-                        Ok(Some(n)) if n.payload() == pool.engine => {}
-                        Ok(Some(_)) => heard = true,
-                        Ok(None) => break,
-                        Err(_) => {
-                            lost = true;
-                            break;
-                        }
-                    }
-                }
-            }
+            let (heard, lost) = hear(&mut client, &pool.engine);
             if heard {
                 ring_all(rings);
             }
             if lost || client.is_closed() {
                 break;
             }
+        }
+    }
+}
+
+/// Waits up to [`POLL`] for a notification, then takes those already received
+/// without waiting. Returns whether another engine committed, and whether the
+/// connection was lost. The rings follow each wait at once: a wait that went on
+/// while notifications kept coming would ring nobody for as long as another engine
+/// kept committing.
+fn hear(client: &mut postgres::Client, engine: &str) -> (bool, bool) {
+    use postgres::fallible_iterator::FallibleIterator;
+    let mut notes = client.notifications();
+    // This engine rang its own waits when it committed.
+    let foreign = |n: &postgres::Notification| n.payload() != engine;
+    let first = match notes.timeout_iter(POLL).next() {
+        Ok(Some(n)) => foreign(&n),
+        Ok(None) => false,
+        Err(_) => return (false, true),
+    };
+    let mut heard = first;
+    let mut received = notes.iter();
+    loop {
+        match received.next() {
+            Ok(Some(n)) => heard |= foreign(&n),
+            Ok(None) => return (heard, false),
+            Err(_) => return (heard, true),
         }
     }
 }
