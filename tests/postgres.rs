@@ -101,13 +101,14 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
                                  thread bigint NOT NULL, PRIMARY KEY (word, message));
              INSERT INTO words SELECT unnest(words), message, thread FROM message_words;
              DROP TABLE message_words;
+             DROP TABLE changes;
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
 }
 
 #[test]
-fn a_version_1_schema_gains_the_array_word_index_and_finds_its_messages() {
+fn a_version_1_schema_gains_the_array_word_index_and_the_change_log_and_finds_its_messages() {
     let Some(base) = support::server() else {
         return;
     };
@@ -149,7 +150,7 @@ fn a_version_1_schema_gains_the_array_word_index_and_finds_its_messages() {
         )
         .expect("reads")
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let tables: Vec<String> = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
@@ -161,6 +162,7 @@ fn a_version_1_schema_gains_the_array_word_index_and_finds_its_messages() {
         .collect();
     assert!(tables.contains(&"message_words".to_string()), "{tables:?}");
     assert!(!tables.contains(&"words".to_string()), "{tables:?}");
+    assert!(tables.contains(&"changes".to_string()), "{tables:?}");
     let found = |q: &str| -> Vec<String> {
         let page = forum
             .call(Some(&token), "search", &json!({ "q": q }))
@@ -328,6 +330,66 @@ fn a_token_revoked_on_one_engine_is_refused_on_the_other_at_once() {
     );
     let err =
         p.b.call(
+            Some(&token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::TokenInvalid),
+        "{err}"
+    );
+}
+
+/// The other engine's writer holds the token in its cache (it posted with it):
+/// the revoking commit's change record makes it forget the token.
+#[test]
+fn a_token_revoked_on_one_engine_is_refused_by_the_other_engines_writer_that_cached_it() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let p = pair(&base, json!({"limits": {"writes_per_minute": 0}}));
+    let token = llm(&p.a, "agent");
+    ask(&p.b, &token, "first, while the token is good");
+    assert!(p.a.revoke_token(&token).unwrap());
+    let err =
+        p.b.call(
+            Some(&token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::TokenInvalid),
+        "{err}"
+    );
+}
+
+/// A commit without a change record (as an older release makes) leaves a gap in
+/// the change log: the other engine's writer starts its cache over rather than
+/// trust it.
+#[test]
+fn a_commit_without_a_change_record_makes_the_other_engines_start_their_caches_over() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let url = support::fresh_url(&base, "gap");
+    let name = url.rsplit("forum=").next().expect("named").to_string();
+    let forum = Forum::open(&url, Config::default()).unwrap();
+    let token = llm(&forum, "agent");
+    ask(&forum, &token, "cached now");
+    let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
+    client
+        .batch_execute(&format!(
+            "SET search_path TO parley_{name};
+             DELETE FROM tokens;
+             UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';"
+        ))
+        .expect("a commit of another kind");
+    let err = forum
+        .call(
             Some(&token),
             "post",
             &json!({"parley": "1", "kind": "ask", "body": "still here?"}),

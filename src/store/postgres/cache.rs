@@ -3,17 +3,21 @@
 //!
 //! Every commit of any engine adds one to the forum's `generation` (in
 //! `parley_meta`), and a writer reads it together with taking the forum's lock.
-//! When it is the generation this engine's last commit left, and the server is the
-//! same one (its start time: a restarted or promoted server is another), nobody
-//! else has written since: the records this engine read and wrote before are still
-//! the forum's, and a post reads its token, thread, parent and ids from memory
-//! instead of over the network. Any other generation, and the cache is not used;
-//! the writer's own commit then starts it afresh. Snapshots never use it.
+//! When it is the generation this engine's last commit left, and the server and
+//! forum are the same ones (see [`Version::server`]), nobody else has written
+//! since: the records this engine read and wrote before are still the forum's, and
+//! a post reads its token, thread, parent and ids from memory instead of over the
+//! network. Any other generation, and the cache is not used, except for the
+//! messages it holds, which never change; the writer's own commit then starts the
+//! rest afresh. Snapshots never use it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
 
 use crate::store::records::{ClaimRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
 
@@ -24,7 +28,9 @@ const KEPT: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Version {
     pub(super) generation: i64,
-    /// `pg_postmaster_start_time()` of the server, as text.
+    /// `pg_postmaster_start_time()` of the server and the object id of the
+    /// forum's `messages` table, as text: a restarted or promoted server is
+    /// another, and so is a forum dropped and made again under the same name.
     pub(super) server: String,
 }
 
@@ -62,6 +68,79 @@ impl Records {
     }
 }
 
+/// What one commit changed of the records a cache holds, stored with the commit
+/// (table `changes`, one row per generation, JSON): another engine whose cache is
+/// a few generations behind forgets just these instead of everything.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(super) struct Changed {
+    /// Token keys, in hex.
+    pub(super) tokens: Vec<String>,
+    pub(super) identities: Vec<String>,
+    pub(super) threads: Vec<u64>,
+    pub(super) claims: Vec<u64>,
+    /// The last id of each kind after the commit.
+    pub(super) last_ids: [u64; 4],
+}
+
+impl Changed {
+    pub(super) fn token(&mut self, key: &[u8]) {
+        self.tokens.push(hex(key));
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Brings the cache from its version to `now` by the changes of the commits in
+/// between (`(generation, change)` in order), when they are all there and the
+/// server and forum are the same: each changed record is forgotten, and so is
+/// every record known to be absent (another engine may have made it). Returns
+/// whether it did; else the cache is left as it was.
+pub(super) fn catch_up(shared: &Shared, now: &Version, changes: &[(i64, Changed)]) -> bool {
+    let mut cache = lock(shared);
+    let Some(at) = &cache.at else {
+        return false;
+    };
+    let contiguous = at.server == now.server
+        && changes.len() as i64 == now.generation - at.generation
+        && changes
+            .iter()
+            .zip(at.generation + 1..)
+            .all(|((generation, _), want)| *generation == want);
+    if !contiguous || changes.is_empty() {
+        return false;
+    }
+    let records = &mut cache.records;
+    for (_, change) in changes {
+        let tokens: HashSet<&String> = change.tokens.iter().collect();
+        records.tokens.retain(|k, _| !tokens.contains(&hex(k)));
+        for name in &change.identities {
+            records.identities.remove(name);
+        }
+        for id in &change.threads {
+            records.threads.remove(id);
+        }
+        for id in &change.claims {
+            records.claims.remove(id);
+        }
+    }
+    records.tokens.retain(|_, r| r.is_some());
+    records.identities.retain(|_, r| r.is_some());
+    records.threads.retain(|_, r| r.is_some());
+    records.messages.retain(|_, r| r.is_some());
+    records.claims.retain(|_, r| r.is_some());
+    let last = &changes[changes.len() - 1].1;
+    records.last_ids = last.last_ids.map(Some);
+    cache.at = Some(now.clone());
+    true
+}
+
+/// The version the cache's records are the forum's at, if any.
+pub(super) fn known(shared: &Shared) -> Option<Version> {
+    lock(shared).at.clone()
+}
+
 /// The cache of one store.
 #[derive(Default)]
 pub(super) struct Cache {
@@ -91,6 +170,9 @@ pub(super) struct View {
     shared: Shared,
     start: Version,
     warm: bool,
+    /// The cache's records come from this server, current or not: its stored
+    /// messages are still the forum's (see [`View::message`]).
+    same_server: bool,
     pub(super) seen: RefCell<Records>,
 }
 
@@ -119,25 +201,55 @@ impl View {
                 server: String::new(),
             },
             warm: false,
+            same_server: false,
             seen: RefCell::default(),
         }
     }
 
     /// The view of a writer that found the forum at `start`.
     pub(super) fn begin(shared: &Shared, start: Version) -> View {
-        let warm = lock(shared).at.as_ref() == Some(&start);
+        let (warm, same_server) = match &lock(shared).at {
+            Some(at) => (at == &start, at.server == start.server),
+            None => (false, false),
+        };
         View {
             shared: Arc::clone(shared),
             start,
             warm,
+            same_server,
             seen: RefCell::default(),
         }
+    }
+
+    /// The generation the forum was at when the writer took its lock.
+    pub(super) fn generation(&self) -> i64 {
+        self.start.generation
+    }
+
+    /// Whether the shared records are the forum's now.
+    pub(super) fn is_warm(&self) -> bool {
+        self.warm
     }
 
     lookup!(tokens, tokens, [u8], TokenRec);
     lookup!(identities, identities, str, IdentityRec);
     lookup!(threads, threads, u64, ThreadRec);
-    lookup!(messages, messages, u64, MessageRec);
+
+    /// A message as [`lookup!`] finds it, and also from a cache another engine's
+    /// commits made stale: a stored message never changes, and its id is never
+    /// given to another (ids only grow). Only that it is absent can change.
+    pub(super) fn messages(&self, id: &u64) -> Option<Option<MessageRec>> {
+        if let Some(found) = self.seen.borrow().messages.get(id) {
+            return Some(found.clone());
+        }
+        if !self.same_server {
+            return None;
+        }
+        match lock(&self.shared).records.messages.get(id) {
+            Some(None) if !self.warm => None,
+            found => found.cloned(),
+        }
+    }
     lookup!(claims, claims, u64, ClaimRec);
 
     pub(super) fn last_id(&self, kind: usize) -> Option<u64> {
@@ -155,7 +267,18 @@ impl View {
     pub(super) fn committed(self) {
         let mut cache = lock(&self.shared);
         if cache.at.as_ref() != Some(&self.start) {
-            cache.records = Records::default();
+            let stored = match &cache.at {
+                Some(at) if at.server == self.start.server => {
+                    let mut messages = std::mem::take(&mut cache.records.messages);
+                    messages.retain(|_, m| m.is_some());
+                    messages
+                }
+                _ => HashMap::new(),
+            };
+            cache.records = Records {
+                messages: stored,
+                ..Records::default()
+            };
         }
         cache.records.absorb(self.seen.into_inner());
         cache.at = Some(Version {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -233,17 +234,22 @@ impl Conn {
     }
 
     /// Runs statements without parameters, in one round trip, and returns the
-    /// rows they gave (as text).
-    pub(super) fn simple(&mut self, sql: &str) -> Result<Vec<postgres::SimpleQueryRow>> {
+    /// rows (as text) of each statement in turn.
+    pub(super) fn simple_sets(&mut self, sql: &str) -> Result<Vec<Vec<postgres::SimpleQueryRow>>> {
         let out = self.client.simple_query(sql);
         let messages = self.check(out)?;
-        Ok(messages
-            .into_iter()
-            .filter_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(row) => Some(row),
-                _ => None,
-            })
-            .collect())
+        let mut sets = vec![Vec::new()];
+        for m in messages {
+            match m {
+                postgres::SimpleQueryMessage::Row(row) => {
+                    sets.last_mut().expect("one set at least").push(row)
+                }
+                postgres::SimpleQueryMessage::CommandComplete(_) => sets.push(Vec::new()),
+                _ => {}
+            }
+        }
+        sets.pop();
+        Ok(sets)
     }
 
     /// Runs statements without parameters, in one round trip.
@@ -261,6 +267,9 @@ pub(super) struct Pool {
     /// This engine's name among the engines of the forum (random hex): the payload
     /// of its commits' notifications, by which its listener knows its own.
     pub(super) engine: String,
+    /// Set by the listener when another engine committed: this engine's cache is
+    /// then stale (a hint for the next writer; the forum's generation decides).
+    pub(super) foreign: AtomicBool,
     idle: Mutex<Vec<Conn>>,
 }
 
@@ -273,6 +282,7 @@ impl Pool {
             target,
             cache: Default::default(),
             engine: format!("{:016x}", u64::from_le_bytes(bytes)),
+            foreign: AtomicBool::new(false),
             idle: Mutex::new(Vec::new()),
         })
     }

@@ -95,6 +95,7 @@ fn listen(
         while !stop.load(Ordering::Relaxed) {
             let (heard, lost) = hear(&mut client, &pool.engine);
             if heard {
+                pool.foreign.store(true, Ordering::Release);
                 ring_all(rings);
             }
             if lost || client.is_closed() {

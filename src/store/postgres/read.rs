@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use postgres::Row;
 
-use super::cache::{Version, View};
+use super::cache::View;
 use super::conn::{Conn, Pooled};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
@@ -31,6 +31,8 @@ pub(super) struct Writing {
     /// The store's pool: its cache, and a connection for the wait that makes the
     /// commit durable (`write.rs`).
     pub(super) pool: std::sync::Arc<super::conn::Pool>,
+    /// The cached records this transaction writes, for other engines' caches.
+    pub(super) changed: super::cache::Changed,
 }
 
 /// A writer's statements not sent yet: in order, then its posts' rows.
@@ -99,32 +101,20 @@ impl<'p> Tx<'p> {
                 format!("NOTIFY {}, '{}'", t.channel, pooled.engine()),
             )
         };
-        // One round trip: the transaction, the lock, where the forum stands, and
-        // the last ids (each the end of a primary key's index).
-        let begun = pooled.get().simple(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({lock}); \
-             SELECT value::text, pg_postmaster_start_time()::text, \
-             (SELECT coalesce(max(id), 0) FROM threads)::text, \
-             (SELECT coalesce(max(id), 0) FROM messages)::text, \
-             (SELECT coalesce(max(id), 0) FROM claims)::text, \
-             (SELECT coalesce(max(id), 0) FROM events)::text \
-             FROM parley_meta WHERE key = 'generation'"
-        ));
-        let (start, last_ids) = match begun.and_then(|rows| version(&rows)) {
-            Ok(found) => found,
+        let cache = match super::begin::begin(pooled.get(), &pool, lock) {
+            Ok(cache) => cache,
             Err(e) => {
                 pooled.discard();
                 return Err(e);
             }
         };
-        let cache = View::begin(&pool.cache, start);
-        cache.seen.borrow_mut().last_ids = last_ids.map(Some);
         Ok(Tx {
             conn: RefCell::new(pooled),
             writing: Some(Writing {
                 ids: [None; 4],
                 notify,
                 pool,
+                changed: Default::default(),
             }),
             pending: RefCell::default(),
             cache,
@@ -227,26 +217,8 @@ pub(super) fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn damaged(what: &str) -> Error {
+pub(super) fn damaged(what: &str) -> Error {
     Error::storage(format!("a stored {what} is unreadable"))
-}
-
-/// The forum's version and last ids (in [`IdKind`] order) from the rows of the
-/// writer's first round trip.
-fn version(rows: &[postgres::SimpleQueryRow]) -> Result<(Version, [u64; 4])> {
-    let row = rows
-        .iter()
-        .find(|r| r.len() == 6)
-        .ok_or_else(|| damaged("generation"))?;
-    let number = |i: usize| -> Result<i64> {
-        row.get(i)
-            .and_then(|g| g.parse().ok())
-            .ok_or_else(|| damaged("generation"))
-    };
-    let generation = number(0)?;
-    let server = row.get(1).unwrap_or_default().to_string();
-    let ids = [number(2)?, number(3)?, number(4)?, number(5)?].map(|n| n as u64);
-    Ok((Version { generation, server }, ids))
 }
 
 /// Reads through the transaction's cache: a record found there is not read again,

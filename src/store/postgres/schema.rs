@@ -44,6 +44,11 @@ const MIGRATIONS: &[&str] = &[
          SELECT message, min(thread), array_agg(word ORDER BY word) FROM words GROUP BY message;
      DROP TABLE words;
      CREATE INDEX message_words_words ON message_words USING gin (words);",
+    // Version 3: what each commit changed of the records engines cache, so that an
+    // engine whose cache another engine's commits made stale forgets only those
+    // records (`begin.rs`). An older release commits without a row here; the gap
+    // it leaves makes the other engines start their caches over.
+    "CREATE TABLE changes (generation bigint PRIMARY KEY, rec text NOT NULL);",
 ];
 
 /// The schema version this release writes.

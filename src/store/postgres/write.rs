@@ -56,6 +56,7 @@ impl WriteTx for Tx<'_> {
             .sql(") ON CONFLICT (key) DO UPDATE SET rec = excluded.rec")
             .end();
         self.seen().tokens.insert(key.to_vec(), Some(token.clone()));
+        self.writing().changed.token(key);
         Ok(())
     }
 
@@ -70,6 +71,7 @@ impl WriteTx for Tx<'_> {
         self.seen()
             .identities
             .insert(identity.to_string(), Some(rec.clone()));
+        self.writing().changed.identities.push(identity.to_string());
         Ok(())
     }
 
@@ -93,6 +95,7 @@ impl WriteTx for Tx<'_> {
             (before.and_then(turn), turn(after)),
             (before.map(place), place(after)),
         );
+        self.writing().changed.threads.push(thread.id);
         let seen = self.seen();
         seen.messages.insert(message.id, Some(message.clone()));
         seen.threads.insert(thread.id, Some((**thread).clone()));
@@ -108,6 +111,7 @@ impl WriteTx for Tx<'_> {
             .sql(") ON CONFLICT (id) DO UPDATE SET rec = excluded.rec")
             .end();
         self.seen().claims.insert(claim.id, Some(claim.clone()));
+        self.writing().changed.claims.push(claim.id);
         Ok(())
     }
 
@@ -211,10 +215,31 @@ impl WriteTx for Tx<'_> {
                 *known = handed;
             }
         }
+        // What other engines' caches must forget (`begin.rs`), with the last ids.
+        for kind in [
+            IdKind::Thread,
+            IdKind::Message,
+            IdKind::Claim,
+            IdKind::Event,
+        ] {
+            self.writing().changed.last_ids[kind as usize] = self.last_id(kind)?;
+        }
+        let change = serde_json::to_string(&self.writing().changed)
+            .map_err(|e| crate::error::Error::storage(format!("a change record: {e}")))?;
+        let generation = self.cache.generation() + 1;
         // The last writes and the commit go in one round trip, with the forum's
         // generation one on (`cache.rs`).
         let mut batch = self.pending.get_mut().take();
         batch.push_str("UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';\n");
+        Stmt::new(&mut batch, "INSERT INTO changes (generation, rec) VALUES (")
+            .int(generation)
+            .sql(", ")
+            .text(&change)
+            .sql(")")
+            .end();
+        Stmt::new(&mut batch, "DELETE FROM changes WHERE generation <= ")
+            .int(generation - super::begin::CHANGES_KEPT)
+            .end();
         self.ended = true;
         let durable = match pool.target.durability {
             Durability::Volatile => {
