@@ -7,13 +7,14 @@
 //! forum are the same ones (see [`Version::server`]), nobody else has written
 //! since: the records this engine read and wrote before are still the forum's, and
 //! a post reads its token, thread, parent and ids from memory instead of over the
-//! network. Any other generation, and the cache is not used, except for the
-//! messages it holds, which never change; the writer's own commit then starts the
-//! rest afresh. Snapshots never use it.
+//! network. When other engines committed since, their commits' change records
+//! say which records to forget ([`catch_up`], called by `begin.rs`); without an
+//! unbroken run of them the cache is not used, except for the messages it holds,
+//! which never change, and the writer's own commit starts the rest afresh.
+//! Snapshots never use it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -73,23 +74,13 @@ impl Records {
 /// a few generations behind forgets just these instead of everything.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Changed {
-    /// Token keys, in hex.
-    pub(super) tokens: Vec<String>,
+    /// Token keys.
+    pub(super) tokens: Vec<Vec<u8>>,
     pub(super) identities: Vec<String>,
     pub(super) threads: Vec<u64>,
     pub(super) claims: Vec<u64>,
     /// The last id of each kind after the commit.
     pub(super) last_ids: [u64; 4],
-}
-
-impl Changed {
-    pub(super) fn token(&mut self, key: &[u8]) {
-        self.tokens.push(hex(key));
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Brings the cache from its version to `now` by the changes of the commits in
@@ -113,8 +104,9 @@ pub(super) fn catch_up(shared: &Shared, now: &Version, changes: &[(i64, Changed)
     }
     let records = &mut cache.records;
     for (_, change) in changes {
-        let tokens: HashSet<&String> = change.tokens.iter().collect();
-        records.tokens.retain(|k, _| !tokens.contains(&hex(k)));
+        for key in &change.tokens {
+            records.tokens.remove(key);
+        }
         for name in &change.identities {
             records.identities.remove(name);
         }
@@ -171,7 +163,7 @@ pub(super) struct View {
     start: Version,
     warm: bool,
     /// The cache's records come from this server, current or not: its stored
-    /// messages are still the forum's (see [`View::message`]).
+    /// messages are still the forum's (see [`View::messages`]).
     same_server: bool,
     pub(super) seen: RefCell<Records>,
 }

@@ -56,7 +56,7 @@ impl WriteTx for Tx<'_> {
             .sql(") ON CONFLICT (key) DO UPDATE SET rec = excluded.rec")
             .end();
         self.seen().tokens.insert(key.to_vec(), Some(token.clone()));
-        self.writing().changed.token(key);
+        self.writing().changed.tokens.push(key.to_vec());
         Ok(())
     }
 
