@@ -402,6 +402,40 @@ fn a_commit_without_a_change_record_makes_the_other_engines_start_their_caches_o
     );
 }
 
+/// The change log keeps the last 1,024 commits' records (dropping older ones in
+/// bulk every 64 commits), not one row per commit forever.
+#[test]
+fn the_change_log_keeps_only_the_last_commits() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    let url = support::fresh_url(&base, "log");
+    let name = url.rsplit("forum=").next().expect("named").to_string();
+    let settings = json!({"durable": false, "limits": {"writes_per_minute": 0}});
+    let forum = Forum::open(&url, Config::from_json(&settings).unwrap()).unwrap();
+    let token = llm(&forum, "agent");
+    for n in 0..1200 {
+        ask(&forum, &token, &format!("question {n}"));
+    }
+    let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT count(*), min(generation), max(generation) FROM parley_{name}.changes"
+            ),
+            &[],
+        )
+        .expect("reads");
+    let (count, oldest, newest): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    assert!(newest >= 1201, "{newest}");
+    assert!((1024..=1024 + 64).contains(&count), "{count} rows");
+    assert_eq!(
+        newest - oldest + 1,
+        count,
+        "the kept rows are the last ones"
+    );
+}
+
 #[test]
 fn the_rate_limit_counts_writes_on_every_engine() {
     let Some(base) = support::server() else {

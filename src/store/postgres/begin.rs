@@ -30,6 +30,8 @@ const LAST_IDS: &str = "SELECT (SELECT coalesce(max(id), 0) FROM threads)::text,
 /// Changes older than this many generations are dropped: an engine whose cache
 /// is further behind starts it over.
 pub(super) const CHANGES_KEPT: i64 = 1024;
+/// The commits whose generation is a multiple of this drop the old changes.
+pub(super) const CHANGES_PRUNED_EVERY: i64 = 64;
 
 /// Opens the writer's transaction on `conn` under the forum's lock `lock`, and
 /// returns its view of the cache.

@@ -237,9 +237,12 @@ impl WriteTx for Tx<'_> {
             .text(&change)
             .sql(")")
             .end();
-        Stmt::new(&mut batch, "DELETE FROM changes WHERE generation <= ")
-            .int(generation - super::begin::CHANGES_KEPT)
-            .end();
+        // Old records go in bulk, one statement in so many commits.
+        if generation % super::begin::CHANGES_PRUNED_EVERY == 0 {
+            Stmt::new(&mut batch, "DELETE FROM changes WHERE generation <= ")
+                .int(generation - super::begin::CHANGES_KEPT)
+                .end();
+        }
         self.ended = true;
         let durable = match pool.target.durability {
             Durability::Volatile => {
