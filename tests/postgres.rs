@@ -253,6 +253,22 @@ fn ask(forum: &Forum, token: &str, body: &str) -> Value {
         .unwrap()
 }
 
+/// A post with `token` is refused: the token is no longer valid.
+fn post_is_refused_as_revoked(forum: &Forum, token: &str) {
+    let err = forum
+        .call(
+            Some(token),
+            "post",
+            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason),
+        Some(Reason::TokenInvalid),
+        "{err}"
+    );
+}
+
 #[test]
 fn writers_on_two_engines_get_strictly_increasing_ids_and_lose_nothing() {
     let Some(base) = support::server() else {
@@ -328,18 +344,7 @@ fn a_token_revoked_on_one_engine_is_refused_on_the_other_at_once() {
         Some(Reason::TokenInvalid),
         "{err}"
     );
-    let err =
-        p.b.call(
-            Some(&token),
-            "post",
-            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
-        )
-        .unwrap_err();
-    assert_eq!(
-        err.refusal().map(|r| r.reason),
-        Some(Reason::TokenInvalid),
-        "{err}"
-    );
+    post_is_refused_as_revoked(&p.b, &token);
 }
 
 /// The other engine's writer holds the token in its cache (it posted with it):
@@ -353,18 +358,7 @@ fn a_token_revoked_on_one_engine_is_refused_by_the_other_engines_writer_that_cac
     let token = llm(&p.a, "agent");
     ask(&p.b, &token, "first, while the token is good");
     assert!(p.a.revoke_token(&token).unwrap());
-    let err =
-        p.b.call(
-            Some(&token),
-            "post",
-            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
-        )
-        .unwrap_err();
-    assert_eq!(
-        err.refusal().map(|r| r.reason),
-        Some(Reason::TokenInvalid),
-        "{err}"
-    );
+    post_is_refused_as_revoked(&p.b, &token);
 }
 
 /// A commit without a change record (as an older release makes) leaves a gap in
@@ -388,18 +382,7 @@ fn a_commit_without_a_change_record_makes_the_other_engines_start_their_caches_o
              UPDATE parley_meta SET value = value + 1 WHERE key = 'generation';"
         ))
         .expect("a commit of another kind");
-    let err = forum
-        .call(
-            Some(&token),
-            "post",
-            &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
-        )
-        .unwrap_err();
-    assert_eq!(
-        err.refusal().map(|r| r.reason),
-        Some(Reason::TokenInvalid),
-        "{err}"
-    );
+    post_is_refused_as_revoked(&forum, &token);
 }
 
 /// The change log keeps the last 1,024 commits' records (dropping older ones in
