@@ -57,7 +57,15 @@ pub(super) fn begin(conn: &mut Conn, pool: &Pool, lock: i64) -> Result<View> {
         sql.push_str("; ");
         sql.push_str(LAST_IDS);
     }
+    // Last, so that the answers above keep their places. A failure discards the
+    // connection (`Tx::writer`), so a flag that is set was sent once and succeeded.
+    let preparing = !conn.posts_prepared;
+    if preparing {
+        sql.push_str("; ");
+        sql.push_str(super::posts::PREPARE);
+    }
     let sets = conn.simple_sets(&sql)?;
+    conn.posts_prepared = true;
     let now = version(set(&sets, 2)?)?;
     let mut ids = match known {
         None => Some(last_ids(set(&sets, 3)?)?),

@@ -190,6 +190,9 @@ pub(super) struct Conn {
     /// Set when a call failed without an answer from the server: the server may
     /// be gone, and with it every idle connection.
     lost: bool,
+    /// Whether the connection prepared the statements of a batch's posts
+    /// (`posts::PREPARE`, sent by a writer's first round trip).
+    pub(super) posts_prepared: bool,
 }
 
 impl Conn {
@@ -310,6 +313,7 @@ impl Pool {
                 client,
                 statements: HashMap::new(),
                 lost: false,
+                posts_prepared: false,
             }),
             pool: self,
             discarded: false,

@@ -3,8 +3,9 @@
 //! The server parses, plans and starts every statement it is sent, and for the
 //! small statements of a post that cost more than their rows (`docs/performance.md`,
 //! "PostgreSQL"). A batch of posts therefore queues its rows here and sends each
-//! table's rows together: one `INSERT` of all the messages, one of their words,
-//! one upsert of the threads' final records. The inbox and the thread list keep
+//! table's rows together, as arrays to a statement the connection prepared once
+//! ([`PREPARE`]): one `INSERT` of all the messages, one of their words, one upsert
+//! of the threads' final records. The inbox and the thread list keep
 //! one entry per thread, so a thread posted to several times in one batch needs
 //! only the entries it had before the batch removed and the ones it has after it
 //! added: the ones in between were never sent.
@@ -78,111 +79,116 @@ impl Posts {
     /// Appends the queued rows to `sql` as statements, and forgets them.
     pub(super) fn drain_into(&mut self, sql: &mut String) {
         let posts = std::mem::take(self);
-        removals(sql, "turns", "identity", &posts.turns, |s, (who, pos)| {
-            s.text(who).sql(", ").int(*pos)
-        });
-        additions(
-            sql,
-            "turns",
-            "identity, pos, thread",
-            &posts.turns,
-            |s, t, (who, pos)| s.text(who).sql(", ").int(*pos).sql(", ").int(t),
-        );
-        removals(
-            sql,
-            "activity",
-            "state",
-            &posts.activity,
-            |s, (state, pos)| s.int(*state).sql(", ").int(*pos),
-        );
-        additions(
-            sql,
-            "activity",
-            "state, pos, thread",
-            &posts.activity,
-            |s, t, (state, pos)| s.int(*state).sql(", ").int(*pos).sql(", ").int(t),
-        );
-        rows(
-            sql,
-            "INSERT INTO messages (id, thread, rec) VALUES ",
-            &posts.messages,
-            "",
-            |s, (id, thread, rec)| s.int(*id).sql(", ").int(*thread).sql(", ").bytes(rec),
-        );
-        rows(
-            sql,
-            "INSERT INTO threads (id, rec) VALUES ",
-            &posts.threads.into_iter().collect::<Vec<_>>(),
-            " ON CONFLICT (id) DO UPDATE SET rec = excluded.rec",
-            |s, (id, rec)| s.int(*id).sql(", ").bytes(rec),
-        );
-        rows(
-            sql,
-            "INSERT INTO message_words (message, thread, words) VALUES ",
-            &posts.words,
-            "",
-            |s, (message, thread, words)| {
-                s.int(*message)
-                    .sql(", ")
-                    .int(*thread)
-                    .sql(", ")
-                    .texts(words)
-            },
-        );
+        let (gone, added) = changed(&posts.turns);
+        if !gone.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_turns_out(")
+                .text_array(&gone.iter().map(|(who, _)| who.as_str()).collect::<Vec<_>>())
+                .sql(", ")
+                .ints(gone.iter().map(|(_, pos)| *pos))
+                .sql(")")
+                .end();
+        }
+        if !added.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_turns_in(")
+                .text_array(
+                    &added
+                        .iter()
+                        .map(|(_, (who, _))| who.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .sql(", ")
+                .ints(added.iter().map(|(_, (_, pos))| *pos))
+                .sql(", ")
+                .ints(added.iter().map(|(thread, _)| *thread))
+                .sql(")")
+                .end();
+        }
+        let (gone, added) = changed(&posts.activity);
+        if !gone.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_activity_out(")
+                .ints(gone.iter().map(|(state, _)| *state))
+                .sql(", ")
+                .ints(gone.iter().map(|(_, pos)| *pos))
+                .sql(")")
+                .end();
+        }
+        if !added.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_activity_in(")
+                .ints(added.iter().map(|(_, (state, _))| *state))
+                .sql(", ")
+                .ints(added.iter().map(|(_, (_, pos))| *pos))
+                .sql(", ")
+                .ints(added.iter().map(|(thread, _)| *thread))
+                .sql(")")
+                .end();
+        }
+        if !posts.messages.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_messages(")
+                .ints(posts.messages.iter().map(|m| m.0))
+                .sql(", ")
+                .ints(posts.messages.iter().map(|m| m.1))
+                .sql(", ")
+                .bytes_array(posts.messages.iter().map(|m| m.2.as_slice()))
+                .sql(")")
+                .end();
+        }
+        if !posts.threads.is_empty() {
+            Stmt::new(sql, "EXECUTE parley_threads(")
+                .ints(posts.threads.keys().copied())
+                .sql(", ")
+                .bytes_array(posts.threads.values().map(Vec::as_slice))
+                .sql(")")
+                .end();
+        }
+        if !posts.words.is_empty() {
+            let mut stmt = Stmt::new(sql, "EXECUTE parley_words(")
+                .ints(posts.words.iter().map(|w| w.0))
+                .sql(", ")
+                .ints(posts.words.iter().map(|w| w.1))
+                .sql(", ARRAY[");
+            for (i, (_, _, words)) in posts.words.iter().enumerate() {
+                stmt = stmt.sql(if i == 0 { "" } else { "," }).text_array(words);
+            }
+            stmt.sql("])").end();
+        }
     }
 }
 
-/// `INSERT … VALUES (…), (…)…` of `items`, each written by `row`; nothing when
-/// there are none.
-fn rows<T>(
-    sql: &mut String,
-    head: &str,
-    items: &[T],
-    tail: &str,
-    mut row: impl for<'a> FnMut(Stmt<'a>, &T) -> Stmt<'a>,
-) {
-    if items.is_empty() {
-        return;
-    }
-    let mut stmt = Stmt::new(sql, head);
-    for (i, item) in items.iter().enumerate() {
-        stmt = row(stmt.sql(if i == 0 { "(" } else { ", (" }), item).sql(")");
-    }
-    stmt.sql(tail).end();
-}
+/// The statements [`Posts::drain_into`] executes, prepared once per connection
+/// (`begin.rs`). Each takes a table's rows as arrays, one per column: the server
+/// then parses, analyses and plans each statement once per connection instead of
+/// once per batch, which was about a third of a batch's time on the server
+/// (`docs/performance.md`, "Prepared statements for a batch's rows").
+pub(super) const PREPARE: &str = "\
+    PREPARE parley_turns_out(text[], bigint[]) AS \
+        DELETE FROM turns WHERE (identity, pos) IN (SELECT * FROM unnest($1, $2)); \
+    PREPARE parley_turns_in(text[], bigint[], bigint[]) AS \
+        INSERT INTO turns (identity, pos, thread) SELECT * FROM unnest($1, $2, $3); \
+    PREPARE parley_activity_out(smallint[], bigint[]) AS \
+        DELETE FROM activity WHERE (state, pos) IN (SELECT * FROM unnest($1, $2)); \
+    PREPARE parley_activity_in(smallint[], bigint[], bigint[]) AS \
+        INSERT INTO activity (state, pos, thread) SELECT * FROM unnest($1, $2, $3); \
+    PREPARE parley_messages(bigint[], bigint[], bytea[]) AS \
+        INSERT INTO messages (id, thread, rec) SELECT * FROM unnest($1, $2, $3); \
+    PREPARE parley_threads(bigint[], bytea[]) AS \
+        INSERT INTO threads (id, rec) SELECT * FROM unnest($1, $2) \
+        ON CONFLICT (id) DO UPDATE SET rec = excluded.rec; \
+    PREPARE parley_words(bigint[], bigint[], text[]) AS \
+        INSERT INTO message_words (message, thread, words) \
+        SELECT m, t, w::text[] FROM unnest($1, $2, $3) AS u(m, t, w)";
 
-/// Removes each thread's entry from before the batch, when it changed.
-fn removals<K: PartialEq>(
-    sql: &mut String,
-    table: &str,
-    first: &str,
-    entries: &BTreeMap<i64, Entry<K>>,
-    mut key: impl for<'a> FnMut(Stmt<'a>, &K) -> Stmt<'a>,
-) {
-    let gone: Vec<&K> = entries
-        .values()
-        .filter(|e| e.before != e.after)
-        .filter_map(|e| e.before.as_ref())
+/// Each thread's entry from before the batch that went (when it changed), and its
+/// entry after the batch that came, with its thread.
+fn changed<K: PartialEq + Clone>(entries: &BTreeMap<i64, Entry<K>>) -> (Vec<K>, Vec<(i64, K)>) {
+    let moved = entries.iter().filter(|(_, e)| e.before != e.after);
+    let gone = moved
+        .clone()
+        .filter_map(|(_, e)| e.before.clone())
         .collect();
-    let head = format!("DELETE FROM {table} WHERE ({first}, pos) IN (");
-    rows(sql, &head, &gone, ")", |s, k| key(s, k));
-}
-
-/// Adds each thread's entry after the batch, when it changed.
-fn additions<K: PartialEq>(
-    sql: &mut String,
-    table: &str,
-    columns: &str,
-    entries: &BTreeMap<i64, Entry<K>>,
-    mut row: impl for<'a> FnMut(Stmt<'a>, i64, &K) -> Stmt<'a>,
-) {
-    let added: Vec<(i64, &K)> = entries
-        .iter()
-        .filter(|(_, e)| e.before != e.after)
-        .filter_map(|(t, e)| e.after.as_ref().map(|k| (*t, k)))
+    let added = moved
+        .filter_map(|(t, e)| e.after.clone().map(|k| (*t, k)))
         .collect();
-    let head = format!("INSERT INTO {table} ({columns}) VALUES ");
-    rows(sql, &head, &added, "", |s, (t, k)| row(s, *t, k));
+    (gone, added)
 }
 
 #[cfg(test)]
@@ -232,13 +238,13 @@ mod tests {
         p.drain_into(&mut sql);
         assert_eq!(
             sql,
-            "DELETE FROM turns WHERE (identity, pos) IN (('bob', 3));\n\
-             INSERT INTO turns (identity, pos, thread) VALUES ('bob', 11, 1);\n\
-             DELETE FROM activity WHERE (state, pos) IN ((1, 3));\n\
-             INSERT INTO activity (state, pos, thread) VALUES (2, 11, 1), (1, 12, 2);\n\
-             INSERT INTO messages (id, thread, rec) VALUES (10, 1, '\\x0a'::bytea), (11, 1, '\\x0b'::bytea), (12, 2, '\\x0c'::bytea);\n\
-             INSERT INTO threads (id, rec) VALUES (1, '\\x01'::bytea), (2, '\\x02'::bytea) ON CONFLICT (id) DO UPDATE SET rec = excluded.rec;\n\
-             INSERT INTO message_words (message, thread, words) VALUES (10, 1, ARRAY['port','it''s']::text[]);\n"
+            "EXECUTE parley_turns_out('{\"bob\"}', '{3}');\n\
+             EXECUTE parley_turns_in('{\"bob\"}', '{11}', '{1}');\n\
+             EXECUTE parley_activity_out('{1}', '{3}');\n\
+             EXECUTE parley_activity_in('{2,1}', '{11,12}', '{1,2}');\n\
+             EXECUTE parley_messages('{10,11,12}', '{1,1,2}', ARRAY['\\x0a'::bytea,'\\x0b'::bytea,'\\x0c'::bytea]);\n\
+             EXECUTE parley_threads('{1,2}', ARRAY['\\x01'::bytea,'\\x02'::bytea]);\n\
+             EXECUTE parley_words('{10}', '{1}', ARRAY['{\"port\",\"it''s\"}']);\n"
         );
         let mut again = String::new();
         p.drain_into(&mut again);
@@ -266,7 +272,7 @@ mod tests {
         p.drain_into(&mut sql);
         assert!(!sql.contains("turns"), "{sql}");
         assert!(
-            sql.contains("DELETE FROM activity WHERE (state, pos) IN ((1, 3));"),
+            sql.contains("EXECUTE parley_activity_out('{1}', '{3}');"),
             "{sql}"
         );
     }

@@ -61,16 +61,52 @@ impl<'a> Stmt<'a> {
         self
     }
 
-    /// A `text[]` literal.
-    pub(super) fn texts(mut self, values: &[String]) -> Self {
-        self.0.push_str("ARRAY[");
-        for (i, v) in values.iter().enumerate() {
+    /// A `bigint[]` literal, `'{1,2}'`.
+    pub(super) fn ints(self, values: impl IntoIterator<Item = i64>) -> Self {
+        self.0.push_str("'{");
+        for (i, v) in values.into_iter().enumerate() {
             if i > 0 {
                 self.0.push(',');
             }
-            self = self.text(v);
+            let _ = write!(self.0, "{v}");
         }
-        self.0.push_str("]::text[]");
+        self.0.push_str("}'");
+        self
+    }
+
+    /// A `text[]` literal in the array syntax, `'{"a","b"}'`: an argument of a
+    /// prepared statement, or (inside `ARRAY[…]`) one array of many.
+    pub(super) fn text_array<S: AsRef<str>>(self, values: &[S]) -> Self {
+        let mut literal = String::from("{");
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                literal.push(',');
+            }
+            // Inside the array syntax a quoted element escapes `"` and `\` with a
+            // backslash; the text literal around it then doubles the quotes.
+            literal.push('"');
+            for c in v.as_ref().chars() {
+                if c == '"' || c == '\\' {
+                    literal.push('\\');
+                }
+                literal.push(c);
+            }
+            literal.push('"');
+        }
+        literal.push('}');
+        self.text(&literal)
+    }
+
+    /// `ARRAY[…]` of `bytea` literals.
+    pub(super) fn bytes_array<'v>(mut self, values: impl IntoIterator<Item = &'v [u8]>) -> Self {
+        self.0.push_str("ARRAY[");
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            self = self.bytes(v);
+        }
+        self.0.push(']');
         self
     }
 
@@ -94,13 +130,18 @@ mod tests {
             .sql(", ")
             .bytes(&[0, 0xab, 0x10])
             .sql(", ")
-            .texts(&["a'b".to_string(), "c".to_string()])
+            .ints([4, -5])
+            .sql(", ")
+            .text_array(&["a'b", "q\"\\", ""])
+            .sql(", ")
+            .bytes_array([&[1u8][..], &[]])
             .sql(")")
             .end();
         assert_eq!(
             batch,
             "INSERT INTO t VALUES (-3, 'it''s \\ fine', '\\x00ab10'::bytea, \
-             ARRAY['a''b','c']::text[]);\n"
+             '{4,-5}', '{\"a''b\",\"q\\\"\\\\\",\"\"}', \
+             ARRAY['\\x01'::bytea,'\\x'::bytea]);\n"
         );
     }
 }
