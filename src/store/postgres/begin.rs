@@ -59,8 +59,7 @@ pub(super) fn begin(conn: &mut Conn, pool: &Pool, lock: i64) -> Result<View> {
     }
     // Last, so that the answers above keep their places. A failure discards the
     // connection (`Tx::writer`), so a flag that is set was sent once and succeeded.
-    let preparing = !conn.posts_prepared;
-    if preparing {
+    if !conn.posts_prepared {
         sql.push_str("; ");
         sql.push_str(super::posts::PREPARE);
     }
