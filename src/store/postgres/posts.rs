@@ -80,77 +80,67 @@ impl Posts {
     pub(super) fn drain_into(&mut self, sql: &mut String) {
         let posts = std::mem::take(self);
         let (gone, added) = changed(&posts.turns);
-        if !gone.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_turns_out(")
-                .text_array(&gone.iter().map(|(who, _)| who.as_str()).collect::<Vec<_>>())
+        execute(sql, "parley_turns_out", gone.len(), |s| {
+            s.text_array(gone.iter().map(|(who, _)| who))
                 .sql(", ")
                 .ints(gone.iter().map(|(_, pos)| *pos))
-                .sql(")")
-                .end();
-        }
-        if !added.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_turns_in(")
-                .text_array(
-                    &added
-                        .iter()
-                        .map(|(_, (who, _))| who.as_str())
-                        .collect::<Vec<_>>(),
-                )
+        });
+        execute(sql, "parley_turns_in", added.len(), |s| {
+            s.text_array(added.iter().map(|(_, (who, _))| who))
                 .sql(", ")
                 .ints(added.iter().map(|(_, (_, pos))| *pos))
                 .sql(", ")
                 .ints(added.iter().map(|(thread, _)| *thread))
-                .sql(")")
-                .end();
-        }
+        });
         let (gone, added) = changed(&posts.activity);
-        if !gone.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_activity_out(")
-                .ints(gone.iter().map(|(state, _)| *state))
+        execute(sql, "parley_activity_out", gone.len(), |s| {
+            s.ints(gone.iter().map(|(state, _)| *state))
                 .sql(", ")
                 .ints(gone.iter().map(|(_, pos)| *pos))
-                .sql(")")
-                .end();
-        }
-        if !added.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_activity_in(")
-                .ints(added.iter().map(|(_, (state, _))| *state))
+        });
+        execute(sql, "parley_activity_in", added.len(), |s| {
+            s.ints(added.iter().map(|(_, (state, _))| *state))
                 .sql(", ")
                 .ints(added.iter().map(|(_, (_, pos))| *pos))
                 .sql(", ")
                 .ints(added.iter().map(|(thread, _)| *thread))
-                .sql(")")
-                .end();
-        }
-        if !posts.messages.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_messages(")
-                .ints(posts.messages.iter().map(|m| m.0))
+        });
+        let messages = &posts.messages;
+        execute(sql, "parley_messages", messages.len(), |s| {
+            s.ints(messages.iter().map(|m| m.0))
                 .sql(", ")
-                .ints(posts.messages.iter().map(|m| m.1))
+                .ints(messages.iter().map(|m| m.1))
                 .sql(", ")
-                .bytes_array(posts.messages.iter().map(|m| m.2.as_slice()))
-                .sql(")")
-                .end();
-        }
-        if !posts.threads.is_empty() {
-            Stmt::new(sql, "EXECUTE parley_threads(")
-                .ints(posts.threads.keys().copied())
+                .bytes_array(messages.iter().map(|m| m.2.as_slice()))
+        });
+        let threads = &posts.threads;
+        execute(sql, "parley_threads", threads.len(), |s| {
+            s.ints(threads.keys().copied())
                 .sql(", ")
-                .bytes_array(posts.threads.values().map(Vec::as_slice))
-                .sql(")")
-                .end();
-        }
-        if !posts.words.is_empty() {
-            let mut stmt = Stmt::new(sql, "EXECUTE parley_words(")
-                .ints(posts.words.iter().map(|w| w.0))
+                .bytes_array(threads.values().map(Vec::as_slice))
+        });
+        let words = &posts.words;
+        execute(sql, "parley_words", words.len(), |s| {
+            let mut s = s
+                .ints(words.iter().map(|w| w.0))
                 .sql(", ")
-                .ints(posts.words.iter().map(|w| w.1))
+                .ints(words.iter().map(|w| w.1))
                 .sql(", ARRAY[");
-            for (i, (_, _, words)) in posts.words.iter().enumerate() {
-                stmt = stmt.sql(if i == 0 { "" } else { "," }).text_array(words);
+            // One array literal per message: `w::text[]` turns each back.
+            for (i, (_, _, held)) in words.iter().enumerate() {
+                s = s.sql(if i == 0 { "" } else { "," }).text_array(held);
             }
-            stmt.sql("])").end();
-        }
+            s.sql("]")
+        });
+    }
+}
+
+/// `EXECUTE name(…)`, its arguments written by `args`; nothing when there are no
+/// rows.
+fn execute(sql: &mut String, name: &str, rows: usize, args: impl FnOnce(Stmt<'_>) -> Stmt<'_>) {
+    if rows > 0 {
+        let head = Stmt::new(sql, "EXECUTE ").sql(name).sql("(");
+        args(head).sql(")").end();
     }
 }
 

@@ -76,9 +76,9 @@ impl<'a> Stmt<'a> {
 
     /// A `text[]` literal in the array syntax, `'{"a","b"}'`: an argument of a
     /// prepared statement, or (inside `ARRAY[…]`) one array of many.
-    pub(super) fn text_array<S: AsRef<str>>(self, values: &[S]) -> Self {
+    pub(super) fn text_array<S: AsRef<str>>(self, values: impl IntoIterator<Item = S>) -> Self {
         let mut literal = String::from("{");
-        for (i, v) in values.iter().enumerate() {
+        for (i, v) in values.into_iter().enumerate() {
             if i > 0 {
                 literal.push(',');
             }
@@ -132,7 +132,7 @@ mod tests {
             .sql(", ")
             .ints([4, -5])
             .sql(", ")
-            .text_array(&["a'b", "q\"\\", ""])
+            .text_array(["a'b", "q\"\\", ""])
             .sql(", ")
             .bytes_array([&[1u8][..], &[]])
             .sql(")")
