@@ -253,8 +253,8 @@ fn ask(forum: &Forum, token: &str, body: &str) -> Value {
         .unwrap()
 }
 
-/// A post with `token` is refused: the token is no longer valid.
-fn post_is_refused_as_revoked(forum: &Forum, token: &str) {
+/// A post with `token` is refused for `reason`.
+fn post_is_refused(forum: &Forum, token: &str, reason: Reason) {
     let err = forum
         .call(
             Some(token),
@@ -262,11 +262,12 @@ fn post_is_refused_as_revoked(forum: &Forum, token: &str) {
             &json!({"parley": "1", "kind": "ask", "body": "still here?"}),
         )
         .unwrap_err();
-    assert_eq!(
-        err.refusal().map(|r| r.reason),
-        Some(Reason::TokenInvalid),
-        "{err}"
-    );
+    assert_eq!(err.refusal().map(|r| r.reason), Some(reason), "{err}");
+}
+
+/// A post with `token` is refused: the token is no longer valid.
+fn post_is_refused_as_revoked(forum: &Forum, token: &str) {
+    post_is_refused(forum, token, Reason::TokenInvalid);
 }
 
 #[test]
@@ -429,18 +430,7 @@ fn the_rate_limit_counts_writes_on_every_engine() {
     ask(&p.a, &token, "one");
     ask(&p.b, &token, "two");
     ask(&p.a, &token, "three");
-    let err =
-        p.b.call(
-            Some(&token),
-            "post",
-            &json!({"parley": "1", "kind": "ask", "body": "four"}),
-        )
-        .unwrap_err();
-    assert_eq!(
-        err.refusal().map(|r| r.reason),
-        Some(Reason::RateLimited),
-        "{err}"
-    );
+    post_is_refused(&p.b, &token, Reason::RateLimited);
 }
 
 #[test]
