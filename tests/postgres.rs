@@ -102,13 +102,58 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
              INSERT INTO words SELECT unnest(words), message, thread FROM message_words;
              DROP TABLE message_words;
              DROP TABLE changes;
+             ALTER TABLE turns ALTER COLUMN identity TYPE text COLLATE \"default\";
+             ALTER TABLE writes ALTER COLUMN identity TYPE text COLLATE \"default\";
+             ALTER TABLE idempotency ALTER COLUMN identity TYPE text COLLATE \"default\",
+                                     ALTER COLUMN key TYPE text COLLATE \"default\";
+             ALTER TABLE parley_meta ALTER COLUMN key TYPE text COLLATE \"default\";
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
 }
 
+/// The collation of each text column of the forum's tables, as `table.column`.
+fn collations(client: &mut postgres::Client, name: &str) -> Vec<(String, String)> {
+    client
+        .query(
+            "SELECT a.attrelid::regclass::text || '.' || a.attname::text, c.collname::text
+             FROM pg_attribute a
+             JOIN pg_class t ON t.oid = a.attrelid AND t.relkind = 'r'
+             JOIN pg_namespace n ON n.oid = t.relnamespace
+             JOIN pg_collation c ON c.oid = a.attcollation
+             WHERE n.nspname = $1 AND a.attnum > 0 AND NOT a.attisdropped
+             ORDER BY 1",
+            &[&format!("parley_{name}")],
+        )
+        .expect("lists")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// Asserts that the server compares the text the engine looks up bytewise: each
+/// such column in the "C" collation.
+fn assert_bytewise(client: &mut postgres::Client, name: &str) {
+    let found = collations(client, name);
+    for column in [
+        "message_words.words",
+        "turns.identity",
+        "writes.identity",
+        "idempotency.identity",
+        "idempotency.key",
+        "parley_meta.key",
+        "identities.name",
+    ] {
+        let coll = found
+            .iter()
+            .find(|(c, _)| c.ends_with(&format!(".{column}")) || *c == column)
+            .map(|(_, coll)| coll.as_str());
+        assert_eq!(coll, Some("C"), "{column} in {found:?}");
+    }
+}
+
 #[test]
-fn a_version_1_schema_gains_the_array_word_index_and_the_change_log_and_finds_its_messages() {
+fn a_version_1_schema_gains_the_array_word_index_the_change_log_and_the_c_collation() {
     let Some(base) = support::server() else {
         return;
     };
@@ -141,8 +186,16 @@ fn a_version_1_schema_gains_the_array_word_index_and_the_change_log_and_finds_it
         (token, other, thread)
     };
     let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
+    assert_bytewise(&mut client, &name);
     downgrade_to_version_1(&mut client, &name);
+    assert!(
+        collations(&mut client, &name)
+            .iter()
+            .any(|(c, coll)| c.ends_with("turns.identity") && coll == "default"),
+        "version 1 compared in the database's collation"
+    );
     let forum = Forum::open(&url, Config::default()).expect("migrated on open");
+    assert_bytewise(&mut client, &name);
     let version: i64 = client
         .query_one(
             &format!("SELECT value FROM parley_{name}.parley_meta WHERE key = 'schema_version'"),
@@ -150,7 +203,7 @@ fn a_version_1_schema_gains_the_array_word_index_and_the_change_log_and_finds_it
         )
         .expect("reads")
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let tables: Vec<String> = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",

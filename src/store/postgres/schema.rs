@@ -49,6 +49,20 @@ const MIGRATIONS: &[&str] = &[
     // records (`begin.rs`). An older release commits without a row here; the gap
     // it leaves makes the other engines start their caches over.
     "CREATE TABLE changes (generation bigint PRIMARY KEY, rec text NOT NULL);",
+    // Version 4: the text the engine compares (words, identities, keys) in the "C"
+    // collation, as `identities.name` was from the start. Equality is the same in
+    // every deterministic collation, and the redb file orders bytes, so no answer
+    // changes. But a database's default collation (C.UTF-8, en_US.UTF-8, ...)
+    // compares through the C library's locale code, and the word index's GIN
+    // entries are compared that way on every insert: in the C collation a batch of
+    // eight posts' words costs the server about half (`docs/performance.md`,
+    // "The C collation").
+    "ALTER TABLE message_words ALTER COLUMN words TYPE text[] COLLATE \"C\";
+     ALTER TABLE turns ALTER COLUMN identity TYPE text COLLATE \"C\";
+     ALTER TABLE writes ALTER COLUMN identity TYPE text COLLATE \"C\";
+     ALTER TABLE idempotency ALTER COLUMN identity TYPE text COLLATE \"C\",
+                             ALTER COLUMN key TYPE text COLLATE \"C\";
+     ALTER TABLE parley_meta ALTER COLUMN key TYPE text COLLATE \"C\";",
 ];
 
 /// The schema version this release writes.
