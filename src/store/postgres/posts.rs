@@ -147,8 +147,8 @@ fn execute(sql: &mut String, name: &str, rows: usize, args: impl FnOnce(Stmt<'_>
 /// The statements [`Posts::drain_into`] executes, prepared once per connection
 /// (`begin.rs`). Each takes a table's rows as arrays, one per column: the server
 /// then parses, analyses and plans each statement once per connection instead of
-/// once per batch, which was about a third of a batch's time on the server
-/// (`docs/performance.md`, "Prepared statements for a batch's rows").
+/// once per batch, which had cost more than executing it (`docs/performance.md`,
+/// "Prepared statements for a batch's rows").
 pub(super) const PREPARE: &str = "\
     PREPARE parley_turns_out(text[], bigint[]) AS \
         DELETE FROM turns WHERE (identity, pos) IN (SELECT * FROM unnest($1, $2)); \
@@ -169,14 +169,14 @@ pub(super) const PREPARE: &str = "\
 
 /// Each thread's entry from before the batch that went (when it changed), and its
 /// entry after the batch that came, with its thread.
-fn changed<K: PartialEq + Clone>(entries: &BTreeMap<i64, Entry<K>>) -> (Vec<K>, Vec<(i64, K)>) {
+fn changed<K: PartialEq>(entries: &BTreeMap<i64, Entry<K>>) -> (Vec<&K>, Vec<(i64, &K)>) {
     let moved = entries.iter().filter(|(_, e)| e.before != e.after);
     let gone = moved
         .clone()
-        .filter_map(|(_, e)| e.before.clone())
+        .filter_map(|(_, e)| e.before.as_ref())
         .collect();
     let added = moved
-        .filter_map(|(t, e)| e.after.clone().map(|k| (*t, k)))
+        .filter_map(|(t, e)| e.after.as_ref().map(|k| (*t, k)))
         .collect();
     (gone, added)
 }

@@ -54,8 +54,8 @@ const MIGRATIONS: &[&str] = &[
     // every deterministic collation, and the redb file orders bytes, so no answer
     // changes. But a database's default collation (C.UTF-8, en_US.UTF-8, ...)
     // compares through the C library's locale code, and the word index's GIN
-    // entries are compared that way: in the C collation a batch's words cost the
-    // server about a fifth less (`docs/performance.md`, "The C collation").
+    // entries are compared that way on every batch (measured in
+    // `docs/performance.md`, "The C collation").
     "ALTER TABLE message_words ALTER COLUMN words TYPE text[] COLLATE \"C\";
      ALTER TABLE turns ALTER COLUMN identity TYPE text COLLATE \"C\";
      ALTER TABLE writes ALTER COLUMN identity TYPE text COLLATE \"C\";
