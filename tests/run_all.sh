@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "format and lints"
 cargo fmt --all -- --check
@@ -45,4 +45,4 @@ cargo run --release --locked -p parley-bench -- --quick
 
 step "demo"
 cargo run --locked -p parley-cli -- demo >/dev/null
-echo "all test suites passed"
+echo "all test suites passed in $SECONDS s"
