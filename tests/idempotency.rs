@@ -208,7 +208,7 @@ fn the_typed_session_takes_a_key_and_reads_the_feed() {
 }
 
 /// The idempotency records of the word index's tail live in memory until the
-/// tail (512 messages) is merged; the post that merges it writes them. Every key
+/// tail (1,024 messages) is merged; the post that merges it writes them. Every key
 /// replays before and after that post, and after a reopen, which reads the
 /// tail's records again from its messages.
 #[test]
@@ -225,17 +225,17 @@ fn keys_stay_remembered_across_the_merge_of_the_tail_and_a_reopen() {
     let alice = forum
         .create_token(&TokenSpec::llm("alice", &[Right::Read, Right::Write]))
         .unwrap();
-    for i in 1..=600 {
+    for i in 1..=1100 {
         let posted = forum.call(Some(&alice), "post", &ask(i)).unwrap();
         assert_eq!(posted["message"]["id"], format!("msg_{i}"));
-        if i == 511 || i == 512 {
+        if i == 1023 || i == 1024 {
             // Just before and at the merge, the first key is still there.
             let again = forum.call(Some(&alice), "post", &ask(1)).unwrap();
             assert_eq!(again["replayed"], true);
         }
     }
     let check = |forum: &Forum| {
-        for i in [1, 300, 511, 512, 513, 600] {
+        for i in [1, 600, 1023, 1024, 1025, 1100] {
             let again = forum.call(Some(&alice), "post", &ask(i)).unwrap();
             assert_eq!(
                 (again["message"]["id"].as_str(), again["replayed"].as_bool()),
@@ -260,7 +260,7 @@ fn keys_stay_remembered_across_the_merge_of_the_tail_and_a_reopen() {
         let txn = db.begin_read().unwrap();
         let records = txn.open_table(index).unwrap();
         let n = records.range(&[7u8][..]..&[8u8][..]).unwrap().count();
-        assert_eq!(n, 512, "the merged posts' records are in the index");
+        assert_eq!(n, 1024, "the merged posts' records are in the index");
     }
     let forum = Forum::open(&path, config()).unwrap();
     check(&forum);
@@ -271,7 +271,7 @@ fn keys_stay_remembered_across_the_merge_of_the_tail_and_a_reopen() {
             &json!({ "kind": "ask", "body": "a new one" }),
         )
         .unwrap();
-    assert_eq!(next["message"]["id"], "msg_601", "no retry wrote");
+    assert_eq!(next["message"]["id"], "msg_1101", "no retry wrote");
 }
 
 /// A retry through another token of the same identity is not among the keys its
@@ -303,10 +303,10 @@ fn the_batch_finds_merged_forgotten_and_reused_keys_through_another_token() {
     let post = |forum: &Forum, token: &str, key: &str, body: &str| {
         forum.call(Some(token), "post", &ask(key, body))
     };
-    for i in 1..=600 {
+    for i in 1..=1100 {
         post(&forum, &first, &format!("k-{i}"), &format!("question {i}")).unwrap();
     }
-    // Merged (1..=512) and still in the tail (513..=600).
+    // Merged (1..=1024) and still in the tail (1025..=1100).
     // Each attempt through a token of its own, so that none replays early.
     let check = |forum: &Forum, keys: &[(u32, &str, &str)]| {
         let token = || {
@@ -334,27 +334,27 @@ fn the_batch_finds_merged_forgotten_and_reused_keys_through_another_token() {
         &forum,
         &[
             (1, "question 1", "msg_1"),
-            (512, "question 512", "msg_512"),
-            (513, "question 513", "msg_513"),
-            (600, "question 600", "msg_600"),
+            (1024, "question 1024", "msg_1024"),
+            (1025, "question 1025", "msg_1025"),
+            (1100, "question 1100", "msg_1100"),
         ],
     );
-    // Past the ttl, k-600 is used again for a new post, which the next merge
+    // Past the ttl, k-1100 is used again for a new post, which the next merge
     // (posts without keys) writes over its expired record in the index; keyed
     // posts then forget the expired keys, but not that record, which names the
     // new post.
     now.fetch_add(61_000, Ordering::SeqCst);
-    let reused = post(&forum, &first, "k-600", "question 600, asked again").unwrap();
-    assert!(reused.get("replayed").is_none(), "k-600 expired");
+    let reused = post(&forum, &first, "k-1100", "question 1100, asked again").unwrap();
+    assert!(reused.get("replayed").is_none(), "k-1100 expired");
     let reused_id = reused["message"]["id"].as_str().unwrap().to_string();
-    for i in 0..450 {
+    for i in 0..950 {
         let note = json!({ "kind": "ask", "body": format!("unkeyed {i}") });
         forum.call(Some(&first), "post", &note).unwrap();
     }
     for i in 0..400 {
         post(&forum, &first, &format!("later-{i}"), &format!("later {i}")).unwrap();
     }
-    let expected = [(600, "question 600, asked again", reused_id.as_str())];
+    let expected = [(1100, "question 1100, asked again", reused_id.as_str())];
     check(&forum, &expected);
     let fresh = post(&forum, &first, "k-300", "question 300, asked again").unwrap();
     assert!(fresh.get("replayed").is_none(), "k-300 expired");

@@ -154,7 +154,7 @@ proptest! {
 
     #[test]
     fn search_equals_a_brute_force_scan(
-        bodies in prop::collection::vec(body_strategy(), 300..1400),
+        bodies in prop::collection::vec(body_strategy(), 500..2300),
         queries in prop::collection::vec(prop::collection::vec(0..VOCABULARY.len(), 1..4), 6),
     ) {
         search_matches_brute_force(Forum::in_memory(config()).unwrap(), &bodies, &queries)?;
@@ -215,7 +215,7 @@ fn search_matches_brute_force(
 #[test]
 fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
     let c = cast(Forum::in_memory(config()).unwrap());
-    let bodies: Vec<String> = (0..509).map(|i| format!("filler {i}")).collect();
+    let bodies: Vec<String> = (0..1021).map(|i| format!("filler {i}")).collect();
     let mut posted = fill(&c, &bodies);
     let asked = c
         .forum
@@ -249,7 +249,7 @@ fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
             body.into(),
         ));
     }
-    for more in 0..600 {
+    for more in 0..1100 {
         let r = c
             .forum
             .call(

@@ -161,10 +161,10 @@ fn one_by_one(place: &str) {
     agrees(&forum, &cast.human, &threads, "with the asks only");
     let mut reopened = [false; 2];
     let mut last = THREADS as u64;
-    for n in 0..1_250u64 {
+    for n in 0..2_600u64 {
         last = step(&forum, &cast, &threads, n).unwrap_or(last);
-        // Reopens a few posts past each of the first two merges (at 512 and 1024).
-        for (i, mark) in [515u64, 1_030].iter().enumerate() {
+        // Reopens a few posts past each of the first two merges (at 1,024 and 2,048).
+        for (i, mark) in [1_027u64, 2_054].iter().enumerate() {
             if !reopened[i] && last >= *mark {
                 reopened[i] = true;
                 drop(forum);
@@ -177,7 +177,7 @@ fn one_by_one(place: &str) {
                 );
             }
         }
-        if n.is_multiple_of(101) || (508..=516).contains(&last) {
+        if n.is_multiple_of(101) || (1_020..=1_028).contains(&last) {
             agrees(&forum, &cast.human, &threads, &format!("at message {last}"));
         }
     }
@@ -196,14 +196,14 @@ fn racing(place: &str) {
             let (forum, cast, threads) =
                 (Arc::clone(&forum), Arc::clone(&cast), Arc::clone(&threads));
             std::thread::spawn(move || {
-                (0..300u64)
+                (0..640u64)
                     .filter_map(|i| step(&forum, &cast, &threads, w * 1_000 + i))
                     .max()
             })
         })
         .collect();
     let last = handles.into_iter().filter_map(|h| h.join().unwrap()).max();
-    assert!(last > Some(1_024), "the race passed two merges");
+    assert!(last > Some(2_048), "the race passed two merges");
     agrees(&forum, &cast.human, &threads, "after the race");
     drop(Arc::try_unwrap(forum).ok().unwrap());
     let forum = open(place);

@@ -18,6 +18,7 @@ mod redb_error;
 mod redb_open;
 mod redb_store;
 mod tables;
+mod word_tail;
 mod words;
 
 pub use check::{check, CheckReport};

@@ -20,6 +20,7 @@ use super::redb_open::{
 };
 use super::tables::*;
 use super::tail::{Delta, KeyHasher, Tail};
+use super::word_tail::{TailMessage, WordDelta};
 use super::{activity, blocks, codec, Durable, Flow, Forgot, ReadTx, Store, Visit, WriteTx};
 use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
@@ -314,6 +315,7 @@ impl Store for RedbStore {
             written: HashMap::new(),
             words_merged: None,
             keys: Delta::default(),
+            words: WordDelta::default(),
         }))
     }
 
@@ -342,6 +344,8 @@ struct Writer<'s> {
     words_merged: Option<u64>,
     /// This transaction's changes to the tail's key records.
     keys: Delta,
+    /// This transaction's changes to the tail's words.
+    words: WordDelta,
 }
 
 /// The tail a writer holds, which `Store::write` loaded.
@@ -409,6 +413,11 @@ impl Writer<'_> {
             .is_none_or(|t| self.keys.index_may_hold(&t.merged, hash))
     }
 
+    /// A writer reads the tail from its tables, which hold its own posts.
+    fn tail_messages(&self, _merged: u64, _last: u64) -> Option<Vec<TailMessage>> {
+        None
+    }
+
     /// A thread as this transaction sees it: written here, else committed (from
     /// the store's cache, or read and then cached).
     fn thread_record(&self, id: u64) -> Result<Option<ThreadRec>> {
@@ -450,6 +459,16 @@ impl Snapshot<'_> {
     /// A snapshot may be older or newer than the tail's counts: it always looks.
     fn index_may_hold(&self, _record: &[u8]) -> bool {
         true
+    }
+
+    /// The tail's messages as this snapshot sees them, when the store's memory
+    /// holds them for it (see `super::word_tail`).
+    fn tail_messages(&self, merged: u64, last: u64) -> Option<Vec<TailMessage>> {
+        let tail = self.store.tail.try_lock().ok()?;
+        if self.store.tail_stale.load(Ordering::SeqCst) {
+            return None;
+        }
+        tail.as_ref()?.words.through(merged, last)
     }
 }
 

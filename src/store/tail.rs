@@ -43,13 +43,16 @@ use super::blocks;
 use super::codec;
 use super::expiry::EXPIRED;
 use super::tables::{key, INDEX, MESSAGES, META, PLACES};
+use super::word_tail::WordTail;
 use crate::error::Result;
 
-/// The tail's records as of the last commit, and the counts of `INDEX`'s.
+/// The tail's records as of the last commit, the counts of `INDEX`'s, and the
+/// tail's words (`super::word_tail`).
 #[derive(Debug, Default)]
 pub(super) struct Tail {
     pub(super) keys: KeyTail,
     pub(super) merged: MergedKeys,
+    pub(super) words: WordTail,
 }
 
 /// How a record is hashed for [`MergedKeys`]: foldhash, seeded once per store
@@ -104,9 +107,12 @@ impl Tail {
     /// The committed tail, read by a write transaction that has written nothing
     /// yet, with `INDEX`'s records counted.
     pub(super) fn load(txn: &redb::WriteTransaction, hasher: &KeyHasher) -> Result<Tail> {
+        let merged = super::words::merged_through(&txn.open_table(META).or_storage()?)?;
+        let last = blocks::last(&txn.open_table(PLACES).or_storage()?)?;
         Ok(Tail {
             keys: KeyTail::load(txn)?,
             merged: MergedKeys::load(txn, hasher)?,
+            words: WordTail::new(merged, super::words::tail_messages(txn, merged, last)?),
         })
     }
 }

@@ -6,7 +6,9 @@
 //! message makes that tail [`MERGE_AT`] long merges it, in its own transaction,
 //! rewriting one block per distinct word of the batch instead of one entry per
 //! word of every post. A search reads the blocks and scans the tail (at most
-//! [`MERGE_AT`] messages), so it sees every committed message.
+//! [`MERGE_AT`] messages), so it sees every committed message. The tail's bodies
+//! come from the store's memory when it holds them for the search's view, and
+//! from the tables otherwise (`super::word_tail`); so do the merge's.
 //!
 //! A search walks its words' postings newest first and meets them in the middle
 //! ("zig-zag"): each step asks every word for its newest message at or before a
@@ -15,17 +17,19 @@
 
 use crate::store::redb_error::OrStorage;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use redb::ReadableTable;
 
 use super::blocks;
 use super::codec;
 use super::tables::{MESSAGES, META, PLACES, WORD_BLOCKS};
+use super::word_tail::TailMessage;
 use crate::error::{Error, Result};
 use crate::protocol::words;
 
 /// The longest tail: the post that makes it this long merges it.
-pub(super) const MERGE_AT: u64 = 512;
+pub(super) const MERGE_AT: u64 = 1024;
 /// The [`META`] key of the merged part's end.
 pub(super) const MERGED: &str = "words_merged_through";
 /// Pairs a block holds before a new one starts.
@@ -108,44 +112,80 @@ fn tail(
     })
 }
 
-/// After message `message` was stored: merges the tail once it is long enough.
-/// Returns the new end of the merged part when it merged.
-pub(super) fn note(txn: &redb::WriteTransaction, merged: u64, message: u64) -> Result<Option<u64>> {
-    if message.saturating_sub(merged) < MERGE_AT {
-        return Ok(None);
-    }
-    merge(txn, merged, message)?;
-    Ok(Some(message))
+/// The messages `(after, upto]` with their bodies, in id order, for the store's
+/// memory (`super::word_tail`).
+pub(super) fn tail_messages(
+    txn: &redb::WriteTransaction,
+    after: u64,
+    upto: u64,
+) -> Result<Vec<TailMessage>> {
+    let places = txn.open_table(PLACES).or_storage()?;
+    let messages = txn.open_table(MESSAGES).or_storage()?;
+    let mut out = Vec::new();
+    tail(&places, &messages, after, upto, |id, thread, body| {
+        out.push((id, thread, Arc::from(body)));
+    })?;
+    Ok(out)
 }
+
+/// Whether the post of message `message` merges the tail after `merged`: the
+/// post whose message makes the tail [`MERGE_AT`] long.
+pub(super) fn due(merged: u64, message: u64) -> bool {
+    message.saturating_sub(merged) >= MERGE_AT
+}
+
+/// Each word's postings `(message, thread)`, ascending.
+pub(super) type ByWord = HashMap<String, Vec<(u64, u64)>, foldhash::fast::RandomState>;
 
 /// Moves the messages `(after, upto]` into the blocks, and records `upto` as merged.
 pub(super) fn merge(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<()> {
+    let by_word = collect(txn, after, upto)?;
+    write(txn, by_word, upto)
+}
+
+/// The postings of the messages `(after, upto]`, read from their bodies.
+pub(super) fn collect(txn: &redb::WriteTransaction, after: u64, upto: u64) -> Result<ByWord> {
+    let mut by_word = ByWord::default();
+    let places = txn.open_table(PLACES).or_storage()?;
+    let messages = txn.open_table(MESSAGES).or_storage()?;
+    let mut lower = String::new();
+    tail(&places, &messages, after, upto, |id, thread, body| {
+        add_postings(&mut by_word, id, thread, body, &mut lower);
+    })?;
+    Ok(by_word)
+}
+
+/// Adds message `id` of `thread` to the postings of each word of `body`, after
+/// every message before it; `lower` takes the lowercased body.
+pub(super) fn add_postings(
+    by_word: &mut ByWord,
+    id: u64,
+    thread: u64,
+    body: &str,
+    lower: &mut String,
+) {
     // A body's words in order, repeats included: a word's list ends with the
     // message already when it repeats there, which keeps each list distinct
     // without sorting every body's words.
     // foldhash (hashbrown's default hasher), not SipHash: hashing the words was a
     // third of the merge. Its seed is random per process, and the map's order
-    // never leaves this function (the words are sorted below), so a writer cannot
-    // read the seed back to craft colliding words.
-    let mut by_word: HashMap<String, Vec<(u64, u64)>, foldhash::fast::RandomState> =
-        HashMap::default();
-    {
-        let places = txn.open_table(PLACES).or_storage()?;
-        let messages = txn.open_table(MESSAGES).or_storage()?;
-        let mut lower = String::new();
-        tail(&places, &messages, after, upto, |id, thread, body| {
-            words::for_each_word(body, &mut lower, |w| match by_word.get_mut(w) {
-                Some(pairs) => {
-                    if pairs.last().map(|p| p.0) != Some(id) {
-                        pairs.push((id, thread));
-                    }
-                }
-                None => {
-                    by_word.insert(w.to_string(), vec![(id, thread)]);
-                }
-            })
-        })?;
-    }
+    // never leaves the store (`write` sorts the words), so a writer cannot read
+    // the seed back to craft colliding words.
+    words::for_each_word(body, lower, |w| match by_word.get_mut(w) {
+        Some(pairs) => {
+            if pairs.last().map(|p| p.0) != Some(id) {
+                pairs.push((id, thread));
+            }
+        }
+        None => {
+            by_word.insert(w.to_string(), vec![(id, thread)]);
+        }
+    });
+}
+
+/// Writes `by_word`, the postings of the messages through `upto` after the merged
+/// mark, into the blocks, and records `upto` as merged.
+pub(super) fn write(txn: &redb::WriteTransaction, by_word: ByWord, upto: u64) -> Result<()> {
     // In word order: neighbouring blocks then share the tree's pages.
     let mut by_word: Vec<(String, Vec<(u64, u64)>)> = by_word.into_iter().collect();
     by_word.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -206,41 +246,64 @@ pub(super) struct Tables<'t, B, P, M> {
     /// The end of the merged part, and the last message.
     pub(super) merged: u64,
     pub(super) last: u64,
+    /// The tail's messages, when the store's memory holds them for this view
+    /// (`super::word_tail`); otherwise they are read from the tables.
+    pub(super) tail: Option<Vec<TailMessage>>,
 }
 
-/// Fills each word's postings of the tail (at most [`MERGE_AT`] messages, read
-/// from the tables).
-fn tail_postings<B, P, M>(t: &Tables<'_, B, P, M>, lists: &mut [Postings<'_>]) -> Result<()>
+/// Fills each word's postings of the tail: from memory when the tables came with
+/// its messages, else read from the tables (at most [`MERGE_AT`] messages).
+fn tail_postings<B, P, M>(t: &mut Tables<'_, B, P, M>, lists: &mut [Postings<'_>]) -> Result<()>
 where
     P: ReadableTable<(u8, u64), &'static [u8]>,
     M: ReadableTable<(u64, u64), &'static [u8]>,
 {
+    let mut lower = String::new();
+    if let Some(held) = t.tail.take() {
+        for (id, thread, body) in &held {
+            match_tail(lists, *id, *thread, body, &mut lower);
+        }
+        return Ok(());
+    }
     tail(
         t.places,
         t.messages,
         t.merged,
         t.last,
-        |id, thread, body| {
-            // Most tail messages miss some word: a substring test rules them out
-            // before the body is split.
-            let lower = body.to_lowercase();
-            if !lists.iter().any(|l| lower.contains(l.word)) {
-                return;
-            }
-            let held = words::distinct(body);
-            for list in lists.iter_mut() {
-                if held.binary_search_by(|w| w.as_str().cmp(list.word)).is_ok() {
-                    list.tail.push((id, thread));
-                }
-            }
-        },
+        |id, thread, body| match_tail(lists, id, thread, body, &mut lower),
     )
+}
+
+/// Adds tail message `id` of `thread` to every word's list when its body holds
+/// every word: a message that lacks one is no answer, so no list needs it.
+/// `lower` takes the lowercased body.
+fn match_tail(lists: &mut [Postings<'_>], id: u64, thread: u64, body: &str, lower: &mut String) {
+    lower.clear();
+    if body.is_ascii() {
+        lower.push_str(body);
+        lower.make_ascii_lowercase();
+    } else {
+        lower.push_str(&body.to_lowercase());
+    }
+    // A substring test rules most messages out before the body is split.
+    if !lists.iter().all(|l| lower.contains(l.word)) {
+        return;
+    }
+    let held = words::distinct(body);
+    if lists
+        .iter()
+        .all(|l| held.binary_search_by(|w| w.as_str().cmp(l.word)).is_ok())
+    {
+        for list in lists.iter_mut() {
+            list.tail.push((id, thread));
+        }
+    }
 }
 
 /// Messages holding every one of `words` (distinct), newest first, below
 /// `before`: `visit` gets `(message, thread)` and says whether to go on.
 pub(super) fn search<B, P, M>(
-    t: &Tables<'_, B, P, M>,
+    mut t: Tables<'_, B, P, M>,
     query: &[String],
     before: u64,
     visit: &mut dyn FnMut(u64, u64) -> Result<bool>,
@@ -260,7 +323,7 @@ where
             tail: Vec::new(),
         })
         .collect();
-    tail_postings(t, &mut lists)?;
+    tail_postings(&mut t, &mut lists)?;
     let newest = |list: &Postings<'_>, upto: u64| -> Result<Option<(u64, u64)>> {
         let from_tail = match list.tail.partition_point(|&(m, _)| m <= upto) {
             0 => None,

@@ -173,14 +173,17 @@ macro_rules! impl_read {
             }
 
             fn search_words(&self, words: &[String], before: u64, visit: Visit<'_>) -> Result<()> {
+                let merged = crate::store::words::merged_through(&self.table(META)?)?;
+                let last = self.last_id(IdKind::Message)?;
                 let tables = crate::store::words::Tables {
                     blocks: &self.table(WORD_BLOCKS)?,
                     places: &self.table(PLACES)?,
                     messages: &self.table(MESSAGES)?,
-                    merged: crate::store::words::merged_through(&self.table(META)?)?,
-                    last: self.last_id(IdKind::Message)?,
+                    merged,
+                    last,
+                    tail: self.tail_messages(merged, last),
                 };
-                crate::store::words::search(&tables, words, before, &mut |m, t| {
+                crate::store::words::search(tables, words, before, &mut |m, t| {
                     Ok(visit(m, t)? == Flow::Continue)
                 })
             }

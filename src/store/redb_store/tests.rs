@@ -476,3 +476,125 @@ fn the_tail_s_records_are_read_again_after_a_reopen_and_a_snapshot_never_waits_f
         assert!(w.remembered("a", key).unwrap().is_some(), "{key}");
     }
 }
+
+/// Stores message `id` of thread 1 with body `body` and indexes its words, as a
+/// post does; returns the thread's new place.
+fn post_words(w: &mut dyn WriteTx, id: u64, body: &str, before: Option<&ThreadSpot>) -> ThreadSpot {
+    let mut message = MessageRec::bare(id, 1, None);
+    message.body = body.into();
+    let mut thread = ThreadRec::bare(1, 1);
+    thread.message_count = id;
+    thread.last_message = id;
+    let thread = Arc::new(thread);
+    w.put_post(&message, &thread, before, &thread.spot())
+        .unwrap();
+    w.index_words(id).unwrap();
+    thread.spot()
+}
+
+/// What a search for "port" finds.
+fn ports(r: &dyn ReadTx) -> Vec<(u64, u64)> {
+    let mut found = Vec::new();
+    r.search_words(&["port".to_string()], u64::MAX, &mut |m, t| {
+        found.push((m, t));
+        Ok(Flow::Continue)
+    })
+    .unwrap();
+    found
+}
+
+/// The messages through `upto` whose body holds "port" (every third), newest first.
+fn ports_through(upto: u64) -> Vec<(u64, u64)> {
+    (1..=upto)
+        .rev()
+        .filter(|id| id % 3 == 0)
+        .map(|id| (id, 1))
+        .collect()
+}
+
+fn port_body(id: u64) -> String {
+    if id.is_multiple_of(3) {
+        format!("The PORT of message {id}")
+    } else {
+        format!("another word, {id}")
+    }
+}
+
+/// How many of the store's tail's messages after merged mark `merged` hold
+/// "port", if it holds them.
+fn tail_ports(store: &RedbStore, merged: u64) -> Option<usize> {
+    let tail = lock_tail(&store.tail);
+    let held = tail.as_ref()?.words.through(merged, u64::MAX)?;
+    Some(
+        held.iter()
+            .filter(|m| m.2.to_lowercase().contains("port"))
+            .count(),
+    )
+}
+
+#[test]
+fn a_search_finds_the_tail_in_memory_and_in_an_older_snapshot_alike() {
+    use crate::store::words::MERGE_AT;
+    let store = RedbStore::in_memory().unwrap();
+    let mut w = store.write().unwrap();
+    let mut spot = None;
+    for id in 1..MERGE_AT {
+        spot = Some(post_words(&mut *w, id, &port_body(id), spot.as_ref()));
+    }
+    w.commit().unwrap();
+    assert_eq!(
+        tail_ports(&store, 0),
+        Some(ports_through(MERGE_AT - 1).len()),
+        "the committed tail's words are in memory"
+    );
+    assert_eq!(ports(&*store.read().unwrap()), ports_through(MERGE_AT - 1));
+
+    // An aborted post leaves the memory as it was.
+    let mut w = store.write().unwrap();
+    post_words(&mut *w, MERGE_AT, "port", spot.as_ref());
+    drop(w);
+    assert_eq!(
+        tail_ports(&store, 0),
+        Some(ports_through(MERGE_AT - 1).len())
+    );
+
+    // A snapshot from before the merge, read after it: the memory follows the new
+    // mark, so the snapshot reads its own tail, and finds what it held.
+    let older = store.read().unwrap();
+    let mut w = store.write().unwrap();
+    spot = Some(post_words(
+        &mut *w,
+        MERGE_AT,
+        &port_body(MERGE_AT),
+        spot.as_ref(),
+    ));
+    let after = post_words(&mut *w, MERGE_AT + 1, "port again", spot.as_ref());
+    w.commit().unwrap();
+    assert_eq!(
+        tail_ports(&store, 0),
+        None,
+        "the memory follows the new mark"
+    );
+    assert_eq!(
+        tail_ports(&store, MERGE_AT),
+        Some(1),
+        "message MERGE_AT + 1"
+    );
+    assert_eq!(ports(&*older), ports_through(MERGE_AT - 1));
+    let mut all = ports_through(MERGE_AT);
+    all.insert(0, (MERGE_AT + 1, 1));
+    assert_eq!(ports(&*store.read().unwrap()), all);
+
+    // A stale tail (after a reopen) is not trusted, and the answer is the same.
+    store.tail_stale.store(true, Ordering::SeqCst);
+    assert_eq!(ports(&*store.read().unwrap()), all);
+    let mut w = store.write().unwrap();
+    post_words(&mut *w, MERGE_AT + 2, "no match", Some(&after));
+    w.commit().unwrap();
+    assert_eq!(
+        tail_ports(&store, MERGE_AT),
+        Some(1),
+        "reloaded by the writer"
+    );
+    assert_eq!(ports(&*store.read().unwrap()), all);
+}

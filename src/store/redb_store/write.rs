@@ -88,6 +88,8 @@ impl WriteTx for Writer<'_> {
             )
             .or_storage()?;
         drop(messages);
+        // Every stored message is in the tail's words (see `super::super::word_tail`).
+        self.words.add(message.id, message.thread, &message.body);
         self.written.insert(thread.id, Arc::clone(thread));
         Ok(())
     }
@@ -101,26 +103,38 @@ impl WriteTx for Writer<'_> {
 
     fn index_words(&mut self, message: u64) -> Result<()> {
         let merged = self.merged_mark()?;
-        let now = crate::store::words::note(&self.txn, merged, message)?;
-        if let Some(upto) = now {
-            activity::settle(&self.txn, merged, upto)?;
-            // The tail's idempotency records move into the index with its words.
-            let records = {
-                let tail = lock_tail(&self.store.tail);
-                self.keys.merge(&loaded(&tail)?.keys, upto)
-            };
-            let mut index = self.txn.open_table(INDEX).or_storage()?;
-            for (record, id) in records {
-                index_key(
-                    &mut index,
-                    &mut self.keys,
-                    &self.store.key_hasher,
-                    &record,
-                    id,
-                )?;
-            }
+        if !crate::store::words::due(merged, message) {
+            self.words_merged = Some(merged);
+            return Ok(());
         }
-        self.words_merged = Some(now.unwrap_or(merged));
+        // The tail's words from memory; read from the bodies only when the store's
+        // tail follows another mark.
+        let held = {
+            let tail = lock_tail(&self.store.tail);
+            self.words.merge(&loaded(&tail)?.words, merged, message)
+        };
+        let by_word = match held {
+            Some(by_word) => by_word,
+            None => crate::store::words::collect(&self.txn, merged, message)?,
+        };
+        crate::store::words::write(&self.txn, by_word, message)?;
+        activity::settle(&self.txn, merged, message)?;
+        // The tail's idempotency records move into the index with its words.
+        let records = {
+            let tail = lock_tail(&self.store.tail);
+            self.keys.merge(&loaded(&tail)?.keys, message)
+        };
+        let mut index = self.txn.open_table(INDEX).or_storage()?;
+        for (record, id) in records {
+            index_key(
+                &mut index,
+                &mut self.keys,
+                &self.store.key_hasher,
+                &record,
+                id,
+            )?;
+        }
+        self.words_merged = Some(message);
         Ok(())
     }
 
@@ -206,6 +220,7 @@ impl WriteTx for Writer<'_> {
             written,
             words_merged,
             keys,
+            words,
         } = *self;
         // The caches' locks are held from before the commit (which lets the next
         // writer begin) until its records are in, so that writer sees them; a
@@ -226,6 +241,7 @@ impl WriteTx for Writer<'_> {
         drop(cache);
         if let Some(tail) = tail.as_mut() {
             tail.apply(keys);
+            words.apply(&mut tail.words);
         }
         drop(tail);
         let mut known = store.last_ids.lock().unwrap_or_else(|p| p.into_inner());
