@@ -57,10 +57,9 @@ pub(crate) fn for_each_distinct(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// Calls `f` with each word of `text` in order, repeats included (the words of
-/// [`split`]). The lowercased text goes to `buf`, so a caller splitting many
-/// bodies allocates once; ASCII text, the common case, is split byte by byte.
-pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+/// Puts `text` lowercased into `buf`, in place of what it held: ASCII text byte by
+/// byte, other text as `str::to_lowercase` does.
+pub(crate) fn lowercase_into(text: &str, buf: &mut String) {
     buf.clear();
     if text.is_ascii() {
         buf.push_str(text);
@@ -70,6 +69,13 @@ pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str
         // its context.
         buf.push_str(&text.to_lowercase());
     }
+}
+
+/// Calls `f` with each word of `text` in order, repeats included (the words of
+/// [`split`]). The lowercased text goes to `buf`, so a caller splitting many
+/// bodies allocates once; ASCII text, the common case, is split byte by byte.
+pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    lowercase_into(text, buf);
     if buf.is_ascii() {
         let bytes = buf.as_bytes();
         let mut at = 0;

@@ -278,13 +278,7 @@ where
 /// every word: a message that lacks one is no answer, so no list needs it.
 /// `lower` takes the lowercased body.
 fn match_tail(lists: &mut [Postings<'_>], id: u64, thread: u64, body: &str, lower: &mut String) {
-    lower.clear();
-    if body.is_ascii() {
-        lower.push_str(body);
-        lower.make_ascii_lowercase();
-    } else {
-        lower.push_str(&body.to_lowercase());
-    }
+    words::lowercase_into(body, lower);
     // A substring test rules most messages out before the body is split.
     if !lists.iter().all(|l| lower.contains(l.word)) {
         return;
