@@ -598,3 +598,33 @@ fn a_search_finds_the_tail_in_memory_and_in_an_older_snapshot_alike() {
     );
     assert_eq!(ports(&*store.read().unwrap()), all);
 }
+
+#[test]
+fn a_merge_that_finds_the_tail_out_of_step_reads_the_file_and_reloads_it() {
+    use crate::store::word_tail::WordTail;
+    use crate::store::words::MERGE_AT;
+    let store = RedbStore::in_memory().unwrap();
+    let mut w = store.write().unwrap();
+    let mut spot = None;
+    for id in 1..MERGE_AT {
+        spot = Some(post_words(&mut *w, id, &port_body(id), spot.as_ref()));
+    }
+    w.commit().unwrap();
+    // A tail that follows another mark than the file's.
+    lock_tail(&store.tail).as_mut().unwrap().words = WordTail::new(7, Vec::new());
+    let mut w = store.write().unwrap();
+    post_words(&mut *w, MERGE_AT, &port_body(MERGE_AT), spot.as_ref());
+    w.commit().unwrap();
+    assert!(
+        store.tail_stale.load(Ordering::SeqCst),
+        "marked to be loaded again"
+    );
+    assert_eq!(ports(&*store.read().unwrap()), ports_through(MERGE_AT));
+    drop(store.write().unwrap());
+    assert_eq!(
+        tail_ports(&store, MERGE_AT),
+        Some(0),
+        "loaded from the file"
+    );
+    assert_eq!(ports(&*store.read().unwrap()), ports_through(MERGE_AT));
+}

@@ -107,15 +107,19 @@ impl WriteTx for Writer<'_> {
             self.words_merged = Some(merged);
             return Ok(());
         }
-        // The tail's words from memory; read from the bodies only when the store's
-        // tail follows another mark.
+        // The tail's words from memory. Should the store's tail follow another
+        // mark, the bodies are read from the file, and the next writer loads the
+        // tail anew (a snapshot no longer trusts it meanwhile).
         let held = {
             let tail = lock_tail(&self.store.tail);
             self.words.merge(&loaded(&tail)?.words, merged, message)
         };
         let by_word = match held {
             Some(by_word) => by_word,
-            None => crate::store::words::collect(&self.txn, merged, message)?,
+            None => {
+                self.store.tail_stale.store(true, Ordering::SeqCst);
+                crate::store::words::collect(&self.txn, merged, message)?
+            }
         };
         crate::store::words::write(&self.txn, by_word, message)?;
         activity::settle(&self.txn, merged, message)?;
