@@ -532,16 +532,23 @@ fn tail_ports(store: &RedbStore, merged: u64) -> Option<usize> {
     )
 }
 
-#[test]
-fn a_search_finds_the_tail_in_memory_and_in_an_older_snapshot_alike() {
-    use crate::store::words::MERGE_AT;
+/// A store whose word index's tail holds one message short of a merge (in one
+/// committed batch), with its thread's place.
+fn one_short_of_a_merge() -> (RedbStore, Option<ThreadSpot>) {
     let store = RedbStore::in_memory().unwrap();
     let mut w = store.write().unwrap();
     let mut spot = None;
-    for id in 1..MERGE_AT {
+    for id in 1..crate::store::words::MERGE_AT {
         spot = Some(post_words(&mut *w, id, &port_body(id), spot.as_ref()));
     }
     w.commit().unwrap();
+    (store, spot)
+}
+
+#[test]
+fn a_search_finds_the_tail_in_memory_and_in_an_older_snapshot_alike() {
+    use crate::store::words::MERGE_AT;
+    let (store, mut spot) = one_short_of_a_merge();
     assert_eq!(
         tail_ports(&store, 0),
         Some(ports_through(MERGE_AT - 1).len()),
@@ -603,13 +610,7 @@ fn a_search_finds_the_tail_in_memory_and_in_an_older_snapshot_alike() {
 fn a_merge_that_finds_the_tail_out_of_step_reads_the_file_and_reloads_it() {
     use crate::store::word_tail::WordTail;
     use crate::store::words::MERGE_AT;
-    let store = RedbStore::in_memory().unwrap();
-    let mut w = store.write().unwrap();
-    let mut spot = None;
-    for id in 1..MERGE_AT {
-        spot = Some(post_words(&mut *w, id, &port_body(id), spot.as_ref()));
-    }
-    w.commit().unwrap();
+    let (store, spot) = one_short_of_a_merge();
     // A tail that follows another mark than the file's.
     lock_tail(&store.tail).as_mut().unwrap().words = WordTail::new(7, Vec::new());
     let mut w = store.write().unwrap();
