@@ -107,12 +107,18 @@ impl WriteTx for Writer<'_> {
             self.words_merged = Some(merged);
             return Ok(());
         }
-        // The tail's words from memory. Should the store's tail follow another
-        // mark, the bodies are read from the file, and the next writer loads the
-        // tail anew (a snapshot no longer trusts it meanwhile).
-        let held = {
+        // The tail's words from memory, and its idempotency records, which move
+        // into the index with its words: both from one look at the store's tail.
+        // Should its words follow another mark, the bodies are read from the file,
+        // and the next writer loads the tail anew (a snapshot no longer trusts it
+        // meanwhile).
+        let (held, records) = {
             let tail = lock_tail(&self.store.tail);
-            self.words.merge(&loaded(&tail)?.words, merged, message)
+            let tail = loaded(&tail)?;
+            (
+                self.words.merge(&tail.words, merged, message),
+                self.keys.merge(&tail.keys, message),
+            )
         };
         let by_word = match held {
             Some(by_word) => by_word,
@@ -123,11 +129,6 @@ impl WriteTx for Writer<'_> {
         };
         crate::store::words::write(&self.txn, by_word, message)?;
         activity::settle(&self.txn, merged, message)?;
-        // The tail's idempotency records move into the index with its words.
-        let records = {
-            let tail = lock_tail(&self.store.tail);
-            self.keys.merge(&loaded(&tail)?.keys, message)
-        };
         let mut index = self.txn.open_table(INDEX).or_storage()?;
         for (record, id) in records {
             index_key(
