@@ -55,6 +55,7 @@ mod jsonrpc;
 mod reply;
 mod schemas;
 mod tools;
+mod twice;
 
 use serde_json::{json, Map, Value};
 
@@ -108,8 +109,8 @@ enum Reply {
 /// operation's result already serialized, spliced into the response rather than
 /// serialized a second time.
 struct ToolResult {
-    /// The text content; `None` means the structured content's own text.
-    text: Option<String>,
+    /// The text content, as a JSON string (quoted and escaped).
+    text: String,
     /// The structured content, as JSON text.
     structured: String,
     is_error: bool,
@@ -122,16 +123,11 @@ struct ToolResult {
 impl ToolResult {
     /// The whole JSON-RPC response.
     fn response(self, id: &Value, era: Era) -> String {
-        let text = self.text.as_deref().unwrap_or(&self.structured);
-        let mut out = Vec::with_capacity(2 * text.len() + self.structured.len() + 256);
+        let mut out = Vec::with_capacity(self.text.len() + self.structured.len() + 256);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         out.extend_from_slice(id.to_string().as_bytes());
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-        // The text, escaped straight into the response: writing a string into a
-        // byte buffer cannot fail, and the fallback keeps the response valid JSON.
-        if serde_json::to_writer(&mut out, text).is_err() {
-            out.extend_from_slice(b"\"\"");
-        }
+        out.extend_from_slice(self.text.as_bytes());
         out.extend_from_slice(br#"}],"structuredContent":"#);
         out.extend_from_slice(self.structured.as_bytes());
         out.extend_from_slice(br#","isError":"#);
@@ -143,18 +139,6 @@ impl ToolResult {
         // Only JSON text and valid UTF-8 strings went in.
         String::from_utf8(out).unwrap_or_default()
     }
-}
-
-/// A result as JSON text, written into a buffer sized for a post's result at once
-/// (`to_string` starts at 128 bytes and grows several times).
-fn to_json_text(result: &Value) -> String {
-    let mut out = Vec::with_capacity(4096);
-    // Writing a `Value` into a byte buffer cannot fail.
-    if serde_json::to_writer(&mut out, result).is_err() {
-        return result.to_string();
-    }
-    // Only JSON text went in.
-    String::from_utf8(out).unwrap_or_else(|_| result.to_string())
 }
 
 /// What `shaped` adds to a 2026-07-28 `tools/call` result (calls carry no cache
@@ -333,17 +317,20 @@ fn tool_call(params: &mut Map<String, Value>) -> Result<(String, Value), RpcErro
 /// error, an unknown operation or a failure a JSON-RPC error.
 fn tool_result(name: &str, outcome: Result<Value, Error>) -> Result<ToolResult, RpcError> {
     match outcome {
-        // The result is serialized once and serves as both the text content and
-        // the structured content.
-        Ok(result) => Ok(ToolResult {
-            text: None,
-            structured: to_json_text(&result),
-            is_error: false,
-            reason: None,
-            has_items: result["items"].as_array().is_some_and(|a| !a.is_empty()),
-        }),
+        // The result is serialized once and serves as both the structured content
+        // and, quoted in the same pass, the text content.
+        Ok(result) => {
+            let (structured, text) = twice::json_text_twice(&result);
+            Ok(ToolResult {
+                text,
+                structured,
+                is_error: false,
+                reason: None,
+                has_items: result["items"].as_array().is_some_and(|a| !a.is_empty()),
+            })
+        }
         Err(Error::Refused(refusal)) => Ok(ToolResult {
-            text: Some(refusal.to_string()),
+            text: Value::from(refusal.to_string()).to_string(),
             structured: json!({ "error": refusal.to_json() }).to_string(),
             is_error: true,
             reason: Some(refusal.reason.as_str()),
