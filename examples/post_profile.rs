@@ -77,6 +77,16 @@ fn measured_posts(forum: &Forum, token: &str, envelopes: &[Value]) {
     }
 }
 
+/// The same posts as `tools/call post` requests through the in-process MCP handler
+/// (figure 8), text in and text out.
+#[inline(never)]
+fn measured_mcp(forum: &Forum, token: &str, requests: &[String]) {
+    for request in requests {
+        let response = forum.mcp(Some(token), request).expect("a response");
+        assert!(response.contains("\"isError\":false"), "{response}");
+    }
+}
+
 #[inline(never)]
 fn measured_raw(db: &redb::Database, records: &[(u64, Vec<u8>)]) {
     for (key, record) in records {
@@ -94,7 +104,7 @@ fn measured_raw(db: &redb::Database, records: &[(u64, Vec<u8>)]) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(mode), Some(count)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
-        eprintln!("usage: post_profile post|raw COUNT [DIR]");
+        eprintln!("usage: post_profile post|mcp|raw COUNT [DIR]");
         std::process::exit(2);
     };
     let count: usize = count;
@@ -117,7 +127,7 @@ fn main() {
             start = Instant::now();
             measured_raw(&db, &records);
         }
-        "post" => {
+        "post" | "mcp" => {
             let config = Config::from_json(&json!({
                 "durable": false,
                 "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000 },
@@ -158,13 +168,37 @@ fn main() {
                     .collect()
             };
             let warm = envelopes(count / 10 + 1);
-            measured_posts(&forum, &writer, &warm);
             let batch = envelopes(count);
-            start = Instant::now();
-            measured_posts(&forum, &writer, &batch);
+            if mode == "mcp" {
+                let requests = |envelopes: Vec<Value>| -> Vec<String> {
+                    (envelopes.into_iter().enumerate())
+                        .map(|(id, env)| {
+                            json!({
+                                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                "params": {
+                                    "name": "post", "arguments": env,
+                                    "_meta": {
+                                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                        "io.modelcontextprotocol/clientCapabilities": {},
+                                    },
+                                },
+                            })
+                            .to_string()
+                        })
+                        .collect()
+                };
+                measured_mcp(&forum, &writer, &requests(warm));
+                let batch = requests(batch);
+                start = Instant::now();
+                measured_mcp(&forum, &writer, &batch);
+            } else {
+                measured_posts(&forum, &writer, &warm);
+                start = Instant::now();
+                measured_posts(&forum, &writer, &batch);
+            }
         }
         other => {
-            eprintln!("unknown mode {other:?}: post or raw");
+            eprintln!("unknown mode {other:?}: post, mcp or raw");
             std::process::exit(2);
         }
     }

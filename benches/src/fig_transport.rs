@@ -2,10 +2,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::measure::{median, micros_per, rounds};
+use crate::measure::{median, micros_per, rounds, SLICE};
 use crate::report::{Row, Target};
 use crate::workload::{open, post, Cast};
 use crate::{Res, Sizes};
@@ -26,45 +27,57 @@ fn mcp_request(id: usize, envelope: &Value) -> String {
 
 /// Figure 8: `forum.mcp` with a `tools/call post` request (text in, text out)
 /// against `forum.call("post")` (a parsed envelope in, a value out), both on one
-/// non-durable forum so that the transport's share is not hidden behind fsync.
+/// non-durable forum so that the transport's share is not hidden behind fsync. The
+/// two take turns in slices within each repetition (see [`SLICE`]).
 pub fn mcp(dir: &Path, sizes: &Sizes) -> Res<Row> {
     let forum = open(&dir.join("fig8.redb"), false)?;
     let cast = Cast::new(&forum, 1, 64)?;
     let token = cast.writers[0].clone();
     let n = sizes.mcp_posts;
     let mut next_id = 0usize;
-    let mut m_mcp = || -> Res<f64> {
-        let requests: Vec<String> = cast.batch(1, n)[0]
-            .iter()
-            .map(|env| {
-                next_id += 1;
-                mcp_request(next_id, env)
-            })
-            .collect();
-        let start = std::time::Instant::now();
-        for req in &requests {
-            let resp = forum.mcp(Some(&token), req).ok_or("no MCP response")?;
-            // The flag sits at the end of the response: look there, so that the
-            // check does not scan the whole text inside the timed loop (the generic
-            // call's loop checks nothing of the kind).
-            let flag = resp.rfind("\"isError\":").map(|at| &resp[at..]);
-            if !flag.is_some_and(|f| f.starts_with("\"isError\":false")) {
-                return Err(format!("MCP post failed: {resp}"));
+    // One repetition: `n` posts each way, on this thread. Returns µs per call of
+    // each.
+    let mut rep = |count: usize| -> Res<(f64, f64)> {
+        let envelopes = cast.batch(1, 2 * count).remove(0);
+        let (mut t_mcp, mut t_call) = (Duration::ZERO, Duration::ZERO);
+        for pair in envelopes.chunks(2 * SLICE) {
+            let (by_mcp, by_call) = pair.split_at(pair.len() / 2);
+            let requests: Vec<String> = by_mcp
+                .iter()
+                .map(|env| {
+                    next_id += 1;
+                    mcp_request(next_id, env)
+                })
+                .collect();
+            let start = Instant::now();
+            for req in &requests {
+                let resp = forum.mcp(Some(&token), req).ok_or("no MCP response")?;
+                // The flag sits at the end of the response: look there, so that
+                // the check does not scan the whole text inside the timed loop
+                // (the generic call's loop checks nothing of the kind).
+                let flag = resp.rfind("\"isError\":").map(|at| &resp[at..]);
+                if !flag.is_some_and(|f| f.starts_with("\"isError\":false")) {
+                    return Err(format!("MCP post failed: {resp}"));
+                }
             }
+            t_mcp += start.elapsed();
+            let start = Instant::now();
+            for env in by_call {
+                post(&forum, &token, env)?;
+            }
+            t_call += start.elapsed();
         }
-        Ok(micros_per(start.elapsed(), n))
+        Ok((micros_per(t_mcp, count), micros_per(t_call, count)))
     };
-    let mut m_call = || -> Res<f64> {
-        let envelopes = &cast.batch(1, n)[0];
-        let start = std::time::Instant::now();
-        for env in envelopes {
-            post(&forum, &token, env)?;
-        }
-        Ok(micros_per(start.elapsed(), n))
-    };
-    let series = rounds(sizes.reps + 1, &mut [&mut m_mcp, &mut m_call])?;
-    // The first round warms both paths up; it is left out.
-    let (mcp, call) = (median(&series[0][1..]), median(&series[1][1..]));
+    // The first repetition, a tenth as long, warms both paths up.
+    rep(n / 10 + 1)?;
+    let mut series: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..sizes.reps {
+        let (m, c) = rep(n)?;
+        series[0].push(m);
+        series[1].push(c);
+    }
+    let (mcp, call) = (median(&series[0]), median(&series[1]));
     Ok(Row::new(
         "8",
         "MCP tools/call post in-process (forum.mcp)",
@@ -73,7 +86,7 @@ pub fn mcp(dir: &Path, sizes: &Sizes) -> Res<Row> {
         Target::RatioAtMost(1.2),
     )
     .measured(mcp, Some(call))
-    .with_detail(json!({ "posts_per_rep": n, "durable": false, "series": series })))
+    .with_detail(json!({ "posts_per_rep": n, "slice": SLICE, "durable": false, "series": series })))
 }
 
 /// The Rust half of figure 10: the generic call `post` on a fresh non-durable forum
@@ -104,7 +117,7 @@ pub fn rust_call(dir: &Path, sizes: &Sizes) -> Res<Row> {
         Target::None,
     )
     .measured(median(&series[0]), None)
-    .with_detail(json!({ "posts_per_rep": n, "durable": false, "series": series })))
+    .with_detail(json!({ "posts_per_rep": n, "slice": SLICE, "durable": false, "series": series })))
 }
 
 fn python() -> String {

@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::baseline::{RawRedb, Sqlite};
 use std::time::{Duration, Instant};
 
-use crate::measure::{median, micros_per, rounds};
+use crate::measure::{median, micros_per, rounds, SLICE};
 use crate::report::{Row, Target};
 use crate::workload::{open, post, post_rate, Cast};
 use crate::{Res, Sizes};
@@ -110,13 +110,6 @@ pub fn durable(dir: &Path, sizes: &Sizes, want: &dyn Fn(&str) -> bool) -> Res<Ve
 
 /// Keys of figure 4's posts, unique in the run.
 static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Posts and raw inserts of one repetition of figure 4 take turns in slices of
-/// this many. A repetition of each alone lasts 40–150 ms, and this machine's
-/// speed drifts on that scale (other tenants of the host), which set the post
-/// and the insert of one round up to 25 % apart; slices of a few ms see the same
-/// machine.
-const SLICE: usize = 100;
 
 /// Figure 4: the cost of a non-durable post against a non-durable raw redb insert.
 pub fn volatile(dir: &Path, sizes: &Sizes) -> Res<Row> {

@@ -17,6 +17,12 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// Two measurements of one repetition (figures 4 and 8) take turns in slices of
+/// this many calls. A repetition of each alone lasts 40–150 ms, and this machine's
+/// speed drifts on that scale (other tenants of the host), which set the two of
+/// one round up to 25 % apart; slices of a few ms see the same machine.
+pub const SLICE: usize = 100;
+
 /// A series of repetitions being collected.
 pub type Series = Vec<f64>;
 
