@@ -12,8 +12,9 @@
 //!
 //! The posts are figure 4's: notes under 64 root questions of another identity,
 //! one ask in sixteen, bodies of 300–500 characters each with its own number, an
-//! idempotency key on every post. Both modes first run a tenth of the count
-//! unmeasured, as the figure does.
+//! idempotency key on every post. The `mcp` mode sends the same posts as
+//! `tools/call` requests through `forum.mcp`, for figure 8. Every mode first runs a
+//! tenth of the count unmeasured, as the figures do.
 
 use std::time::Instant;
 
@@ -170,20 +171,14 @@ fn main() {
             let warm = envelopes(count / 10 + 1);
             let batch = envelopes(count);
             if mode == "mcp" {
+                // Modern-era requests, as figure 8 sends them.
                 let requests = |envelopes: Vec<Value>| -> Vec<String> {
-                    (envelopes.into_iter().enumerate())
+                    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+                    (envelopes.iter().enumerate())
                         .map(|(id, env)| {
-                            json!({
-                                "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                                "params": {
-                                    "name": "post", "arguments": env,
-                                    "_meta": {
-                                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                        "io.modelcontextprotocol/clientCapabilities": {},
-                                    },
-                                },
-                            })
-                            .to_string()
+                            format!(
+                                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"post","arguments":{env},"_meta":{meta}}}}}"#
+                            )
                         })
                         .collect()
                 };

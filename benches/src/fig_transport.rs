@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::measure::{median, micros_per, rounds, SLICE};
+use crate::measure::{median, micros_per, paired_reps, rounds, SLICE};
 use crate::report::{Row, Target};
 use crate::workload::{open, post, Cast};
 use crate::{Res, Sizes};
@@ -37,7 +37,7 @@ pub fn mcp(dir: &Path, sizes: &Sizes) -> Res<Row> {
     let mut next_id = 0usize;
     // One repetition: `n` posts each way, on this thread. Returns µs per call of
     // each.
-    let mut rep = |count: usize| -> Res<(f64, f64)> {
+    let rep = |count: usize| -> Res<(f64, f64)> {
         let envelopes = cast.batch(1, 2 * count).remove(0);
         let (mut t_mcp, mut t_call) = (Duration::ZERO, Duration::ZERO);
         for pair in envelopes.chunks(2 * SLICE) {
@@ -69,14 +69,7 @@ pub fn mcp(dir: &Path, sizes: &Sizes) -> Res<Row> {
         }
         Ok((micros_per(t_mcp, count), micros_per(t_call, count)))
     };
-    // The first repetition, a tenth as long, warms both paths up.
-    rep(n / 10 + 1)?;
-    let mut series: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for _ in 0..sizes.reps {
-        let (m, c) = rep(n)?;
-        series[0].push(m);
-        series[1].push(c);
-    }
+    let series = paired_reps(sizes.reps, n, rep)?;
     let (mcp, call) = (median(&series[0]), median(&series[1]));
     Ok(Row::new(
         "8",

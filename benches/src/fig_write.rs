@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::baseline::{RawRedb, Sqlite};
 use std::time::{Duration, Instant};
 
-use crate::measure::{median, micros_per, rounds, SLICE};
+use crate::measure::{median, micros_per, paired_reps, rounds, SLICE};
 use crate::report::{Row, Target};
 use crate::workload::{open, post, post_rate, Cast};
 use crate::{Res, Sizes};
@@ -133,7 +133,7 @@ pub fn volatile(dir: &Path, sizes: &Sizes) -> Res<Row> {
     let writer = &cast.writers[0];
     // One repetition: `n` posts and `n` inserts, in alternating slices, on this
     // thread (as the figure's single writer). Returns µs per post and per insert.
-    let mut rep = |count: usize| -> Res<(f64, f64)> {
+    let rep = |count: usize| -> Res<(f64, f64)> {
         let envelopes = keyed(count);
         let (mut posts, mut inserts) = (Duration::ZERO, Duration::ZERO);
         for slice in envelopes.chunks(SLICE) {
@@ -146,13 +146,7 @@ pub fn volatile(dir: &Path, sizes: &Sizes) -> Res<Row> {
         }
         Ok((micros_per(posts, count), micros_per(inserts, count)))
     };
-    rep(n / 10 + 1)?;
-    let mut series: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for _ in 0..sizes.reps {
-        let (p, r) = rep(n)?;
-        series[0].push(p);
-        series[1].push(r);
-    }
+    let series = paired_reps(sizes.reps, n, rep)?;
     Ok(Row::new(
         "4",
         "non-durable post cost, keyed, word index",

@@ -44,6 +44,24 @@ pub fn rounds<E>(
     Ok(series)
 }
 
+/// Runs `rep` (one repetition of `n` items of a figure and its baseline, in
+/// slices, returning the cost of each) once at a tenth of `n` to warm both up, then
+/// `reps` times. Returns the figure's series and the baseline's.
+pub fn paired_reps<E>(
+    reps: usize,
+    n: usize,
+    mut rep: impl FnMut(usize) -> Result<(f64, f64), E>,
+) -> Result<[Series; 2], E> {
+    rep(n / 10 + 1)?;
+    let mut series = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
+    for _ in 0..reps {
+        let (figure, baseline) = rep(n)?;
+        series[0].push(figure);
+        series[1].push(baseline);
+    }
+    Ok(series)
+}
+
 /// Per-item cost in microseconds of `count` items done in `elapsed`.
 pub fn micros_per(elapsed: Duration, count: usize) -> f64 {
     elapsed.as_secs_f64() * 1e6 / count.max(1) as f64
@@ -92,6 +110,18 @@ mod tests {
         let series = rounds(3, &mut [&mut fa, &mut fb]).unwrap();
         assert_eq!(series, vec![vec![1.0, 2.0, 3.0], vec![101.0, 102.0, 103.0]]);
         assert_eq!(order.iter().collect::<String>(), "abbaab");
+    }
+
+    #[test]
+    fn paired_reps_warm_up_first_and_split_the_pairs() {
+        let mut sizes = Vec::new();
+        let series = paired_reps(2, 50, |n| -> Result<(f64, f64), ()> {
+            sizes.push(n);
+            Ok((n as f64, -(n as f64)))
+        })
+        .unwrap();
+        assert_eq!(sizes, [6, 50, 50]);
+        assert_eq!(series, [vec![50.0, 50.0], vec![-50.0, -50.0]]);
     }
 
     #[test]
