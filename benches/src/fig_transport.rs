@@ -110,7 +110,7 @@ pub fn rust_call(dir: &Path, sizes: &Sizes) -> Res<Row> {
         Target::None,
     )
     .measured(median(&series[0]), None)
-    .with_detail(json!({ "posts_per_rep": n, "slice": SLICE, "durable": false, "series": series })))
+    .with_detail(json!({ "posts_per_rep": n, "durable": false, "series": series })))
 }
 
 fn python() -> String {
