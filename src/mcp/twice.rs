@@ -124,10 +124,14 @@ impl Formatter for &mut Quoted {
         w: &mut W,
         escape: CharEscape,
     ) -> io::Result<()> {
-        let mut sequence = Vec::with_capacity(6);
-        CompactFormatter.write_char_escape(&mut sequence, escape)?;
-        self.escaped(&sequence);
-        w.write_all(&sequence)
+        // The longest sequence is `\u00XX`: written on the stack, not the heap, as
+        // a body may hold many.
+        let mut buf = [0u8; 6];
+        let mut rest: &mut [u8] = &mut buf;
+        CompactFormatter.write_char_escape(&mut rest, escape)?;
+        let len = 6 - rest.len();
+        self.escaped(&buf[..len]);
+        w.write_all(&buf[..len])
     }
 
     fn write_raw_fragment<W: ?Sized + io::Write>(
