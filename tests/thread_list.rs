@@ -9,7 +9,6 @@
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use parley_forum::{Config, Forum, Right, TokenSpec};
 use serde_json::{json, Value};
@@ -189,42 +188,34 @@ fn one_by_one(place: &str) {
 /// Four writers on eight threads at `place`: batches hold several posts of one
 /// thread, and some batch holds the post that merges the tail and posts after it.
 fn racing(place: &str) {
-    let forum = Arc::new(open(place));
-    let cast = Arc::new(cast(&forum));
-    let threads = Arc::new(asks(&forum, &cast, 8));
+    let forum = open(place);
+    let cast = cast(&forum);
+    let threads = asks(&forum, &cast, 8);
     // How many posts are refused (a locked thread) depends on how the writers
     // interleave, so each writes until the race is past the second merge, within
     // a bound that is far more than it needs.
-    let passed = Arc::new(AtomicU64::new(0));
-    let handles: Vec<_> = (0..4u64)
-        .map(|w| {
-            let (forum, cast, threads, passed) = (
-                Arc::clone(&forum),
-                Arc::clone(&cast),
-                Arc::clone(&threads),
-                Arc::clone(&passed),
-            );
-            std::thread::spawn(move || {
+    let newest = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for w in 0..4u64 {
+            let (forum, cast, threads, newest) = (&forum, &cast, &threads, &newest);
+            s.spawn(move || {
                 for i in 0..2_000u64 {
-                    if passed.load(Ordering::Relaxed) > 2_060 {
+                    if newest.load(Ordering::Relaxed) > 2_060 {
                         return;
                     }
-                    if let Some(id) = step(&forum, &cast, &threads, w * 10_000 + i) {
-                        passed.fetch_max(id, Ordering::Relaxed);
+                    if let Some(id) = step(forum, cast, threads, w * 10_000 + i) {
+                        newest.fetch_max(id, Ordering::Relaxed);
                     }
                 }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
+            });
+        }
+    });
     assert!(
-        passed.load(Ordering::Relaxed) > 2_048,
+        newest.load(Ordering::Relaxed) > 2_048,
         "the race passed two merges"
     );
     agrees(&forum, &cast.human, &threads, "after the race");
-    drop(Arc::try_unwrap(forum).ok().unwrap());
+    drop(forum);
     let forum = open(place);
     agrees(&forum, &cast.human, &threads, "after the race, reopened");
 }
