@@ -14,9 +14,12 @@ step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 # cargo-c, which the packages step needs, takes minutes to build. It builds from
 # the start, at the lowest priority, on the cores that the tests leave idle while
 # they wait on servers, browsers and disks. It runs in a session of its own, so
-# that a failed step stops the whole build.
+# that a failed step stops the whole build; where the kernel groups sessions for
+# the scheduler (autogroup), that group is set to the lowest priority too, or the
+# build would take a full core's share from the tests.
 CARGO_C_LOG="$(mktemp "${TMPDIR:-/tmp}/parley-cargo-c.XXXXXX")"
-setsid nice -n 19 bash bindings/c/tests/cargo_c.sh >"$CARGO_C_LOG" 2>&1 &
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
+    exec nice -n 19 bash bindings/c/tests/cargo_c.sh' >"$CARGO_C_LOG" 2>&1 &
 CARGO_C_PID=$!
 stop_cargo_c() { kill -- -"$CARGO_C_PID" 2>/dev/null || true; rm -f "$CARGO_C_LOG"; }
 trap stop_cargo_c EXIT

@@ -24,9 +24,18 @@ if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$CARGO_C_MIN" "$have" | sort -V | h
     echo "# installing cargo-c $CARGO_C_VERSION from crates.io (cargo install; minutes)"
     # An unoptimised build without debug info: cargo-c only resolves the workspace
     # and copies files, so optimising it buys nothing, while optimising the whole
-    # cargo it embeds costs several times the CPU time. Its own temporary target
-    # directory: in the workspace's, it would wait for the tests' builds' lock.
-    env -u CARGO_TARGET_DIR CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-c --version "$CARGO_C_VERSION" --locked --debug --quiet
+    # cargo it embeds costs several times the CPU time.
+    # It downloads and builds in scratch directories of its own, so that it never
+    # holds the locks of the package cache or of the workspace's target directory
+    # that the tests' builds wait for, and installs into the usual bin/.
+    home="${CARGO_HOME:-$HOME/.cargo}"
+    scratch="$(mktemp -d "${TMPDIR:-/tmp}/parley-cargo-c.XXXXXX")"
+    trap 'rm -rf "$scratch"' EXIT
+    for config in config.toml config; do
+        if [ -f "$home/$config" ]; then cp "$home/$config" "$scratch/"; fi
+    done
+    env -u CARGO_TARGET_DIR CARGO_HOME="$scratch" CARGO_PROFILE_DEV_DEBUG=0 \
+        cargo install cargo-c --version "$CARGO_C_VERSION" --locked --debug --quiet --root "$home"
     have="$(cargo_c_version)"
     if [ -z "$have" ]; then
         echo "cargo cinstall is still not on PATH after cargo install (is \$CARGO_HOME/bin on PATH?)" >&2
