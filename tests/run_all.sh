@@ -11,19 +11,6 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
-# cargo-c, which the packages step needs, takes minutes to build. It builds from
-# the start, at the lowest priority, on the cores that the tests leave idle while
-# they wait on servers, browsers and disks. It runs in a session of its own, so
-# that a failed step stops the whole build; where the kernel groups sessions for
-# the scheduler (autogroup), that group is set to the lowest priority too, or the
-# build would take a full core's share from the tests.
-CARGO_C_LOG="$(mktemp "${TMPDIR:-/tmp}/parley-cargo-c.XXXXXX")"
-setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
-    exec nice -n 19 bash bindings/c/tests/cargo_c.sh' >"$CARGO_C_LOG" 2>&1 &
-CARGO_C_PID=$!
-stop_cargo_c() { kill -- -"$CARGO_C_PID" 2>/dev/null || true; rm -f "$CARGO_C_LOG"; }
-trap stop_cargo_c EXIT
-
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -32,7 +19,7 @@ step "a throwaway PostgreSQL server (Debian's package) for the PostgreSQL backen
 # shellcheck source=tests/pg/server.sh
 source tests/pg/server.sh
 pg_start
-trap 'pg_stop; stop_cargo_c' EXIT
+trap pg_stop EXIT
 
 step "Rust tests"
 cargo test --workspace --locked
@@ -50,12 +37,6 @@ step "end-to-end tests (MCP SDK, MCP conformance suite)"
 bash tests/e2e/run.sh
 
 step "packages: the C library installed by cargo-c, the wheels installed by pip"
-if ! wait "$CARGO_C_PID"; then
-    cat "$CARGO_C_LOG"
-    echo "cargo-c could not be installed" >&2
-    exit 1
-fi
-cat "$CARGO_C_LOG"
 bash bindings/c/tests/install.sh
 bash tests/packaging/run.sh
 
