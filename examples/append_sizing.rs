@@ -18,6 +18,14 @@
 //! the map's block under `id / 64`) and the appending writes (the map's entry, and
 //! 700 bytes under `id`, moved every 512 posts). Posts go to 64 threads. It prints
 //! µs per post and each layout's ratio to the raw insert.
+//!
+//! A fourth argument, `raw`, `today` or `appending`, runs that layout's series
+//! alone, one round, for an instruction count of its writes under callgrind:
+//!
+//! ```sh
+//! valgrind --tool=callgrind --toggle-collect='append_sizing::series' \
+//!     target/release/examples/append_sizing volatile 1 20000 today
+//! ```
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -134,8 +142,13 @@ fn series(path: &PathBuf, layout: Layout, durable: bool, per_commit: u64, posts:
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [durability, per_commit, posts] = args.as_slice() else {
-        return Err("usage: append_sizing volatile|durable POSTS_PER_COMMIT POSTS".into());
+    let (durability, per_commit, posts, alone) = match args.as_slice() {
+        [d, c, p] => (d, c, p, None),
+        [d, c, p, layout] => (d, c, p, Some(layout.as_str())),
+        _ => return Err(
+            "usage: append_sizing volatile|durable POSTS_PER_COMMIT POSTS [raw|today|appending]"
+                .into(),
+        ),
     };
     let durable = match durability.as_str() {
         "durable" => true,
@@ -144,6 +157,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (per_commit, posts): (u64, u64) = (per_commit.parse()?, posts.parse()?);
     let path = std::env::temp_dir().join(format!("append_sizing-{}.redb", std::process::id()));
+    if let Some(layout) = alone {
+        let layout = match layout {
+            "raw" => Layout::Raw,
+            "today" => Layout::Today,
+            "appending" => Layout::Appending,
+            other => return Err(format!("layout: raw, today or appending, not {other}").into()),
+        };
+        let us = series(&path, layout, durable, per_commit, posts)?;
+        println!("{us:.1} µs a post");
+        return Ok(());
+    }
     for round in 0..3 {
         let run = |layout| series(&path, layout, durable, per_commit, posts);
         let raw = run(Layout::Raw)?;
