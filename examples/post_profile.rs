@@ -13,12 +13,14 @@
 //! The posts are figure 4's: notes under 64 root questions of another identity,
 //! one ask in sixteen, bodies of 300–500 characters each with its own number, an
 //! idempotency key on every post. The `mcp` mode sends the same posts as
-//! `tools/call` requests through `forum.mcp`, for figure 8. Every mode first runs a
+//! `tools/call` requests through `forum.mcp`, for figure 8. The `typed` mode sends
+//! them through `Session::post`, the typed API, whose result is typed views rather
+//! than the `serde_json::Value` of the generic call. Every mode first runs a
 //! tenth of the count unmeasured, as the figures do.
 
 use std::time::Instant;
 
-use parley_forum::{Config, Forum, Right, TokenSpec};
+use parley_forum::{Config, Envelope, Forum, Right, TokenSpec};
 use serde_json::{json, Value};
 
 const RAW: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("raw");
@@ -69,11 +71,34 @@ fn body(seq: u64) -> String {
     out.trim_end().to_string()
 }
 
+/// The workload's envelope (a note under a thread, or an ask) as the typed API
+/// builds it.
+fn typed_envelope(env: &Value) -> Envelope {
+    let text = |key: &str| env[key].as_str().expect("the workload's fields are text");
+    let mut e = Envelope::new(text("kind"), text("body")).idempotency_key(text("idempotency_key"));
+    if let Some(thread) = env["thread"].as_str() {
+        e = e.thread(thread);
+    }
+    e
+}
+
 #[inline(never)]
 fn measured_posts(forum: &Forum, token: &str, envelopes: &[Value]) {
     for envelope in envelopes {
         forum
             .call(Some(token), "post", envelope)
+            .expect("the workload is never refused");
+    }
+}
+
+/// The same posts through the typed API, `Session::post`, whose result is typed
+/// views rather than a `serde_json::Value`.
+#[inline(never)]
+fn measured_typed(forum: &Forum, token: &str, envelopes: &[Envelope]) {
+    let session = forum.session(token);
+    for envelope in envelopes {
+        session
+            .post(envelope)
             .expect("the workload is never refused");
     }
 }
@@ -105,7 +130,7 @@ fn measured_raw(db: &redb::Database, records: &[(u64, Vec<u8>)]) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(mode), Some(count)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
-        eprintln!("usage: post_profile post|mcp|raw COUNT [DIR]");
+        eprintln!("usage: post_profile post|typed|mcp|raw COUNT [DIR]");
         std::process::exit(2);
     };
     let count: usize = count;
@@ -128,7 +153,7 @@ fn main() {
             start = Instant::now();
             measured_raw(&db, &records);
         }
-        "post" | "mcp" => {
+        "post" | "typed" | "mcp" => {
             let config = Config::from_json(&json!({
                 "durable": false,
                 "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000 },
@@ -186,6 +211,14 @@ fn main() {
                 let batch = requests(batch);
                 start = Instant::now();
                 measured_mcp(&forum, &writer, &batch);
+            } else if mode == "typed" {
+                let typed = |envelopes: Vec<Value>| -> Vec<Envelope> {
+                    envelopes.iter().map(typed_envelope).collect()
+                };
+                measured_typed(&forum, &writer, &typed(warm));
+                let batch = typed(batch);
+                start = Instant::now();
+                measured_typed(&forum, &writer, &batch);
             } else {
                 measured_posts(&forum, &writer, &warm);
                 start = Instant::now();
@@ -193,7 +226,7 @@ fn main() {
             }
         }
         other => {
-            eprintln!("unknown mode {other:?}: post, mcp or raw");
+            eprintln!("unknown mode {other:?}: post, typed, mcp or raw");
             std::process::exit(2);
         }
     }
