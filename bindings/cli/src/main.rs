@@ -15,6 +15,7 @@ mod progress;
 mod reads;
 mod search;
 mod stdio;
+mod terminal;
 mod verbs;
 mod view;
 mod web;
@@ -315,7 +316,7 @@ fn main() -> ExitCode {
     // A panic is a bug; it is reported on one line, never with a backtrace.
     std::panic::set_hook(Box::new(|info| {
         let text = info.to_string().replace('\n', " ");
-        eprintln!("parley: internal error: {text}");
+        eprintln!("parley: internal error: {}", terminal::visible(&text));
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -338,21 +339,19 @@ fn main() -> ExitCode {
                 })
                 .collect();
             let message = message.join(" ");
-            eprintln!(
-                "parley: {} (see parley --help)",
-                message.trim_start_matches("error: ")
-            );
+            let message = message.trim_start_matches("error: ");
+            eprintln!("parley: {} (see parley --help)", terminal::visible(message));
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Refused(line)) => {
-            eprintln!("parley: {line}");
+            eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_REFUSED)
         }
         Err(Failure::Other(line)) => {
-            eprintln!("parley: error: {line}");
+            eprintln!("parley: error: {}", terminal::visible(&line));
             ExitCode::FAILURE
         }
     }
