@@ -6,6 +6,7 @@ use clap::Subcommand;
 use parley_forum::{Error, Forum, IdentityInfo, TokenSpec};
 use serde_json::{json, Map, Value};
 
+use crate::terminal::visible;
 use crate::{CmdResult, Failure};
 
 #[derive(Subcommand)]
@@ -97,13 +98,14 @@ pub(crate) fn run(forum: &dyn Tokens, cmd: TokenCommand) -> CmdResult {
                 "identity", "kind", "tokens"
             );
             for info in identities {
-                println!(
+                let row = format!(
                     "{:<width$}  {:<5}  {:>6}  {}",
                     info.identity,
                     info.kind.as_str(),
                     info.active_tokens,
                     info.label
                 );
+                println!("{}", visible(&row));
             }
             Ok(())
         }

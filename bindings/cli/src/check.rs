@@ -4,12 +4,13 @@ use std::path::Path;
 
 use parley_forum::storage::{check, CheckReport};
 
+use crate::terminal::visible;
 use crate::{CmdResult, Failure};
 
 /// Prints what the check found; fails (exit 1) unless the forum is sound.
 pub(crate) fn run(path: &Path) -> CmdResult {
     let report = check(path).map_err(|e| Failure::Other(e.to_string()))?;
-    print!("{}", describe(path, &report));
+    print!("{}", visible(&describe(path, &report)));
     if report.ok() {
         Ok(())
     } else {

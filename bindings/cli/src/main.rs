@@ -15,6 +15,8 @@ mod progress;
 mod reads;
 mod search;
 mod stdio;
+mod terminal;
+mod token_arg;
 mod verbs;
 mod view;
 mod web;
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use parley_forum::{Config, Forum};
+use token_arg::TokenArg;
 
 /// Exit code of a command line that could not be parsed (clap's, and the shell's, convention).
 const EXIT_USAGE: u8 = 2;
@@ -273,13 +276,6 @@ struct ActArgs {
     json: bool,
 }
 
-#[derive(Args)]
-struct TokenArg {
-    /// The bearer token.
-    #[arg(long, env = "PARLEY_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-}
-
 /// A failure the command reports on one line of stderr.
 #[derive(Debug)]
 enum Failure {
@@ -315,7 +311,7 @@ fn main() -> ExitCode {
     // A panic is a bug; it is reported on one line, never with a backtrace.
     std::panic::set_hook(Box::new(|info| {
         let text = info.to_string().replace('\n', " ");
-        eprintln!("parley: internal error: {text}");
+        eprintln!("parley: internal error: {}", terminal::visible(&text));
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -338,21 +334,19 @@ fn main() -> ExitCode {
                 })
                 .collect();
             let message = message.join(" ");
-            eprintln!(
-                "parley: {} (see parley --help)",
-                message.trim_start_matches("error: ")
-            );
+            let message = message.trim_start_matches("error: ");
+            eprintln!("parley: {} (see parley --help)", terminal::visible(message));
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Refused(line)) => {
-            eprintln!("parley: {line}");
+            eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_REFUSED)
         }
         Err(Failure::Other(line)) => {
-            eprintln!("parley: error: {line}");
+            eprintln!("parley: error: {}", terminal::visible(&line));
             ExitCode::FAILURE
         }
     }
@@ -381,37 +375,36 @@ fn run(cli: Cli) -> CmdResult {
             admin::run(here(create)?.tokens(), cmd)
         }
         Command::Post { auth, envelope } => {
-            reads::post(here(false)?.calls(), auth.token.as_deref(), &envelope)
+            let token = auth.resolve()?;
+            reads::post(here(false)?.calls(), token.as_deref(), &envelope)
         }
         Command::Thread { auth, id, json } => {
-            reads::thread(here(false)?.calls(), auth.token.as_deref(), &id, json)
+            let token = auth.resolve()?;
+            reads::thread(here(false)?.calls(), token.as_deref(), &id, json)
         }
         Command::Inbox {
             auth,
             page,
             extension,
             json,
-        } => reads::inbox(
-            here(false)?.calls(),
-            auth.token.as_deref(),
-            &page,
-            extension,
-            json,
-        ),
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            reads::inbox(forum.calls(), token.as_deref(), &page, extension, json)
+        }
         Command::Events {
             auth,
             page,
             thread,
             json,
-        } => reads::events(
-            here(false)?.calls(),
-            auth.token.as_deref(),
-            &page,
-            thread,
-            json,
-        ),
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            reads::events(forum.calls(), token.as_deref(), &page, thread, json)
+        }
         Command::Claim { auth, id, json } => {
-            reads::claim(here(false)?.calls(), auth.token.as_deref(), &id, json)
+            let token = auth.resolve()?;
+            reads::claim(here(false)?.calls(), token.as_deref(), &id, json)
         }
         Command::Search {
             auth,
@@ -419,32 +412,28 @@ fn run(cli: Cli) -> CmdResult {
             thread,
             page,
             json,
-        } => search::run(
-            here(false)?.calls(),
-            auth.token.as_deref(),
-            &words,
-            thread,
-            &page,
-            json,
-        ),
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            search::run(forum.calls(), token.as_deref(), &words, thread, &page, json)
+        }
         Command::Threads {
             auth,
             state,
             page,
             json,
-        } => verbs::threads(
-            here(false)?.calls(),
-            auth.token.as_deref(),
-            state,
-            &page,
-            json,
-        ),
-        Command::Proposals { auth, json } => {
-            verbs::proposals(here(false)?.calls(), auth.token.as_deref(), json)
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            verbs::threads(forum.calls(), token.as_deref(), state, &page, json)
         }
-        Command::Confirm(a) => act(here(false)?.calls(), a, &human::Act::Confirm),
-        Command::Close(a) => act(here(false)?.calls(), a, &human::Act::Close),
-        Command::Reopen(a) => act(here(false)?.calls(), a, &human::Act::Reopen),
+        Command::Proposals { auth, json } => {
+            let token = auth.resolve()?;
+            verbs::proposals(here(false)?.calls(), token.as_deref(), json)
+        }
+        Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
+        Command::Close(a) => act(&here, a, &human::Act::Close),
+        Command::Reopen(a) => act(&here, a, &human::Act::Reopen),
         Command::Mark {
             auth,
             thread,
@@ -453,8 +442,9 @@ fn run(cli: Cli) -> CmdResult {
             json,
         } => {
             let mark = human::Act::parse("mark", Some(&state))?;
-            let token = auth.token.as_deref();
+            let token = auth.resolve()?;
             let forum = here(false)?;
+            let token = token.as_deref();
             verbs::act(forum.calls(), token, &thread, &mark, body.as_deref(), json)
         }
         Command::Answer {
@@ -462,23 +452,37 @@ fn run(cli: Cli) -> CmdResult {
             thread,
             text,
             json,
-        } => verbs::act(
-            here(false)?.calls(),
-            auth.token.as_deref(),
-            &thread,
-            &human::Act::Answer,
-            text.as_deref(),
-            json,
-        ),
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            let (token, text) = (token.as_deref(), text.as_deref());
+            verbs::act(
+                forum.calls(),
+                token,
+                &thread,
+                &human::Act::Answer,
+                text,
+                json,
+            )
+        }
         Command::Check { path } => check::run(path.as_deref().unwrap_or(&cli.db)),
         Command::Demo => demo::run(config()?),
     }
 }
 
-/// `confirm`, `close` and `reopen`: one act on one thread.
-fn act(forum: &dyn human::Call, a: ActArgs, act: &human::Act) -> CmdResult {
-    let token = a.auth.token.as_deref();
-    verbs::act(forum, token, &a.thread, act, a.body.as_deref(), a.json)
+/// `confirm`, `close` and `reopen`: one act on one thread. The token is read
+/// before the forum is opened.
+fn act(here: &dyn Fn(bool) -> Result<Target, Failure>, a: ActArgs, act: &human::Act) -> CmdResult {
+    let token = a.auth.resolve()?;
+    let forum = here(false)?;
+    verbs::act(
+        forum.calls(),
+        token.as_deref(),
+        &a.thread,
+        act,
+        a.body.as_deref(),
+        a.json,
+    )
 }
 
 /// Where a command's calls go: a running server, through its admin channel, or the

@@ -8,6 +8,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use crate::human::Call;
+use crate::terminal::visible;
 use crate::{view, CmdResult, Failure};
 
 /// Paging options shared by the list views.
@@ -57,7 +58,7 @@ pub(crate) fn thread(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool)
     }
     let thread_id = result["thread"]["id"].as_str().unwrap_or(id).to_string();
     let events = all_events(forum, token, Some(&thread_id))?;
-    print!("{}", view::thread(&result, &events));
+    print!("{}", visible(&view::thread(&result, &events)));
     Ok(())
 }
 
@@ -76,7 +77,7 @@ pub(crate) fn inbox(
     if raw {
         print_json(&result);
     } else {
-        print!("{}", view::inbox(&result));
+        print!("{}", visible(&view::inbox(&result)));
     }
     Ok(())
 }
@@ -96,7 +97,7 @@ pub(crate) fn events(
     if raw {
         print_json(&result);
     } else {
-        print!("{}", view::events(&result));
+        print!("{}", visible(&view::events(&result)));
     }
     Ok(())
 }
@@ -106,7 +107,7 @@ pub(crate) fn claim(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool) 
     if raw {
         print_json(&result);
     } else {
-        print!("{}", view::claim(&result));
+        print!("{}", visible(&view::claim(&result)));
     }
     Ok(())
 }
@@ -141,9 +142,9 @@ pub(crate) fn all_events(
     Ok(events)
 }
 
+/// Prints `value` as pretty JSON; DEL and C1 characters, which JSON allows raw, are
+/// escaped too (see `terminal`).
 pub(crate) fn print_json(value: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    println!("{}", visible(&text));
 }

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::human::Call;
 use crate::reads::{print_json, Page};
+use crate::terminal::visible;
 use crate::CmdResult;
 
 pub(crate) fn run(
@@ -25,7 +26,7 @@ pub(crate) fn run(
     if raw {
         print_json(&result);
     } else {
-        print!("{}", describe(&result));
+        print!("{}", visible(&describe(&result)));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::human::{self, Act, Call};
 use crate::reads::{print_json, Page};
+use crate::terminal::visible;
 use crate::view::{author, awaiting, summary_line};
 use crate::CmdResult;
 
@@ -27,7 +28,7 @@ pub(crate) fn threads(
     if raw {
         print_json(&result);
     } else {
-        print!("{}", describe_threads(&result));
+        print!("{}", visible(&describe_threads(&result)));
     }
     Ok(())
 }
@@ -42,7 +43,7 @@ pub(crate) fn proposals(forum: &dyn Call, token: Option<&str>, raw: bool) -> Cmd
             .collect();
         print_json(&json!({ "items": items }));
     } else {
-        print!("{}", describe_proposals(&found));
+        print!("{}", visible(&describe_proposals(&found)));
     }
     Ok(())
 }
@@ -61,7 +62,7 @@ pub(crate) fn act(
     if raw {
         print_json(&result);
     } else {
-        println!("{}", outcome_line(&result));
+        println!("{}", visible(&outcome_line(&result)));
     }
     Ok(())
 }

@@ -42,11 +42,11 @@ fn thread_count(forum: &TempForum, token: &str) -> usize {
     let mut count = 0;
     let mut since: Option<String> = None;
     loop {
-        let mut args = vec!["threads", "--json", "--limit", "200", "--token", token];
+        let mut args = vec!["threads", "--json", "--limit", "200"];
         if let Some(cursor) = &since {
             args.extend(["--since", cursor.as_str()]);
         }
-        let out = forum.run(&args);
+        let out = forum.run_as(token, &args);
         assert!(out.status.success(), "threads: {}", stderr(&out));
         let page: Value = serde_json::from_slice(&out.stdout).unwrap();
         count += page["items"].as_array().unwrap().len();
@@ -116,12 +116,10 @@ fn tokens_are_issued_and_revoked_through_a_server_under_load_and_no_write_is_los
     );
 
     // A post through the channel counts like any other.
-    let out = forum.run(&[
-        "post",
-        "--token",
+    let out = forum.run_as(
         &fresh,
-        r#"{"kind":"ask","body":"through the channel"}"#,
-    ]);
+        &["post", r#"{"kind":"ask","body":"through the channel"}"#],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
 
     // Revoked through the command line: the very next request is refused.
@@ -188,7 +186,7 @@ fn the_socket_is_private_and_goes_with_the_server() {
 
     let out = forum.run(&["whoami-does-not-exist"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = forum.run(&["threads", "--token", &human]);
+    let out = forum.run_as(&human, &["threads"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "No threads.\n");
     let lines = server.terminate();
@@ -257,7 +255,7 @@ fn a_held_file_without_a_channel_is_reported_as_such() {
     let server = Server::start(&forum.db, None, &[]);
     // The socket is gone (removed by hand): the commands cannot reach the server.
     std::fs::remove_file(socket(&forum.db)).unwrap();
-    let out = forum.run(&["inbox", "--token", &human]);
+    let out = forum.run_as(&human, &["inbox"]);
     assert_eq!(out.status.code(), Some(1));
     let text = stderr(&out);
     assert!(text.contains("no admin channel answers at"), "{text}");
@@ -353,14 +351,12 @@ fn serve_stdio_offers_the_channel_too() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let token = forum.token("bob", &["--rights", "read,write"]);
-    let out = forum.run(&[
-        "post",
-        "--token",
+    let out = forum.run_as(
         &token,
-        r#"{"kind":"ask","body":"via stdio's channel"}"#,
-    ]);
+        &["post", r#"{"kind":"ask","body":"via stdio's channel"}"#],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = forum.run(&["close", "th_1", "--token", &human]);
+    let out = forum.run_as(&human, &["close", "th_1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).starts_with("th_1 closed (confirmed, user)"),

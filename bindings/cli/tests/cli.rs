@@ -57,12 +57,7 @@ fn token_create_list_revoke() {
     assert!(revoke.status.success(), "{}", stderr(&revoke));
     let again = forum.run(&["token", "revoke", &alice]);
     assert_one_line_failure(&again, 1, "unknown or already revoked");
-    let whoami = forum.run(&[
-        "post",
-        "--token",
-        &alice,
-        r#"{"kind":"ask","body":"Still me?"}"#,
-    ]);
+    let whoami = forum.run_as(&alice, &["post", r#"{"kind":"ask","body":"Still me?"}"#]);
     assert_one_line_failure(&whoami, 3, "token_invalid");
     let text = stdout(&forum.run(&["token", "list"]));
     assert!(
@@ -96,12 +91,13 @@ fn post_then_read_the_thread_back() {
     let alice = forum.token("alice", &[]);
     let bob = forum.token("bob", &[]);
 
-    let asked = forum.run(&[
-        "post",
-        "--token",
+    let asked = forum.run_as(
         &alice,
-        r#"{"kind":"ask","body":"Which port?\nAsking for CI."}"#,
-    ]);
+        &[
+            "post",
+            r#"{"kind":"ask","body":"Which port?\nAsking for CI."}"#,
+        ],
+    );
     assert!(asked.status.success(), "{}", stderr(&asked));
     let result: Value = serde_json::from_str(&stdout(&asked)).unwrap();
     let thread = result["thread"]["id"].as_str().unwrap().to_string();
@@ -117,7 +113,7 @@ fn post_then_read_the_thread_back() {
         .unwrap();
     assert!(answered.status.success(), "{}", stderr(&answered));
 
-    let view = forum.run(&["thread", &thread, "--token", &alice]);
+    let view = forum.run_as(&alice, &["thread", &thread]);
     assert!(view.status.success(), "{}", stderr(&view));
     let text = stdout(&view);
     assert!(text.contains("answered (UNCONFIRMED proposal"), "{text}");
@@ -133,30 +129,31 @@ fn post_then_read_the_thread_back() {
         "{text}"
     );
 
-    let raw = forum.run(&["thread", &thread, "--token", &alice, "--json"]);
+    let raw = forum.run_as(&alice, &["thread", &thread, "--json"]);
     let raw: Value = serde_json::from_str(&stdout(&raw)).unwrap();
     assert_eq!(raw["thread"]["message_count"], 2);
 
-    let inbox = stdout(&forum.run(&["inbox", "--token", &alice]));
+    let inbox = stdout(&forum.run_as(&alice, &["inbox"]));
     assert!(
         inbox.contains(&thread) && inbox.contains("due since msg_2 answer by ainotes:bob/w1"),
         "{inbox}"
     );
-    let empty = stdout(&forum.run(&["inbox", "--token", &bob]));
+    let empty = stdout(&forum.run_as(&bob, &["inbox"]));
     assert!(empty.contains("Nothing is waiting for you."), "{empty}");
 
-    let events = stdout(&forum.run(&["events", "--token", &bob]));
+    let events = stdout(&forum.run_as(&bob, &["events"]));
     assert!(
         events.contains("ev_1") && events.contains("open → answered"),
         "{events}"
     );
 
-    let refused = forum.run(&[
-        "post",
-        "--token",
+    let refused = forum.run_as(
         &alice,
-        &format!(r#"{{"kind":"note","thread":"{thread}","body":"Me again."}}"#),
-    ]);
+        &[
+            "post",
+            &format!(r#"{{"kind":"note","thread":"{thread}","body":"Me again."}}"#),
+        ],
+    );
     assert_one_line_failure(&refused, 3, "self_reply (409)");
 }
 
@@ -165,12 +162,13 @@ fn claims_read_as_text() {
     let forum = TempForum::new();
     let carol = forum.token("carol", &[]);
     let dave = forum.token("dave", &[]);
-    let asserted = forum.run(&[
-        "post",
-        "--token",
+    let asserted = forum.run_as(
         &carol,
-        r#"{"kind":"assert","body":"The build is reproducible.","evidence":[{"kind":"hash","ref":"sha256:abcd"}]}"#,
-    ]);
+        &[
+            "post",
+            r#"{"kind":"assert","body":"The build is reproducible.","evidence":[{"kind":"hash","ref":"sha256:abcd"}]}"#,
+        ],
+    );
     let claim = serde_json::from_str::<Value>(&stdout(&asserted)).unwrap()["claim"]["id"]
         .as_str()
         .unwrap()
@@ -178,38 +176,31 @@ fn claims_read_as_text() {
     let attest = format!(
         r#"{{"kind":"attest","claim":"{claim}","body":"Rebuilt it twice.","evidence":[{{"kind":"log","ref":"rebuild.log"}}]}}"#
     );
-    assert!(forum
-        .run(&["post", "--token", &dave, &attest])
-        .status
-        .success());
-    let text = stdout(&forum.run(&["claim", &claim, "--token", &dave]));
+    assert!(forum.run_as(&dave, &["post", &attest]).status.success());
+    let text = stdout(&forum.run_as(&dave, &["claim", &claim]));
     assert!(
         text.starts_with(&format!("{claim}  status supported")),
         "{text}"
     );
     assert!(text.contains("evidence      hash: sha256:abcd"), "{text}");
     assert!(text.contains("attested by   ainotes:dave"), "{text}");
-    let missing = forum.run(&["claim", "cl_99", "--token", &dave]);
+    let missing = forum.run_as(&dave, &["claim", "cl_99"]);
     assert_one_line_failure(&missing, 3, "claim_not_found");
 }
 
 #[test]
 fn errors_are_one_clear_line() {
     let forum = TempForum::new();
-    assert_one_line_failure(
-        &forum.run(&["thread", "th_1", "--token", "pt_x"]),
-        1,
-        "no forum at",
-    );
+    assert_one_line_failure(&forum.run_as("pt_x", &["thread", "th_1"]), 1, "no forum at");
     let alice = forum.token("alice", &[]);
     assert_one_line_failure(
-        &forum.run(&["post", "--token", &alice, "{nope"]),
+        &forum.run_as(&alice, &["post", "{nope"]),
         1,
         "not valid JSON",
     );
     assert_one_line_failure(&forum.run(&["thread", "th_1"]), 3, "token_missing");
     assert_one_line_failure(
-        &forum.run(&["thread", "th_1", "--token", &alice]),
+        &forum.run_as(&alice, &["thread", "th_1"]),
         3,
         "thread_not_found",
     );

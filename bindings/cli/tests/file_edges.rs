@@ -8,15 +8,24 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_parley");
 
 fn parley(db: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("PARLEY_DB")
-        .env_remove("PARLEY_TOKEN")
-        .env_remove("PARLEY_SETTINGS")
+    command(db, args).output().unwrap()
+}
+
+/// `parley ARGS` with `token` in PARLEY_TOKEN.
+fn parley_as(db: &Path, token: &str, args: &[&str]) -> Output {
+    command(db, args)
+        .env("PARLEY_TOKEN", token)
         .output()
         .unwrap()
+}
+
+fn command(db: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--db").arg(db).args(args);
+    for var in ["PARLEY_DB", "PARLEY_TOKEN", "PARLEY_SETTINGS"] {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -50,12 +59,12 @@ fn a_sqlite_database_in_wal_mode_keeps_every_row() {
 
     let token = "pt_0000000000000000000000000000000000000000000";
     for args in [
-        vec!["thread", "th_1", "--token", token],
-        vec!["inbox", "--token", token],
+        vec!["thread", "th_1"],
+        vec!["inbox"],
         vec!["token", "create", "mallory"],
         vec!["check"],
     ] {
-        let out = parley(&db, &args);
+        let out = parley_as(&db, token, &args);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -95,7 +104,8 @@ fn forum_with_posts(dir: &Path) -> std::path::PathBuf {
             .arg("--db")
             .arg(&db)
             .args(["--settings", r#"{"limits":{"writes_per_minute":0}}"#])
-            .args(["post", "--token", &token, &envelope])
+            .args(["post", &envelope])
+            .env("PARLEY_TOKEN", &token)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
@@ -174,24 +184,19 @@ fn search_finds_messages_by_their_words() {
     let db = forum_with_posts(dir.path());
     let out = parley(&db, &["token", "create", "bob"]);
     let bob = text(&out.stdout).trim().to_string();
-    let out = parley(&db, &["search", "--token", &bob, "QUESTION", "7"]);
+    let out = parley_as(&db, &bob, &["search", "QUESTION", "7"]);
     let said = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(said.contains("msg_8 in th_8"), "{said}");
     assert!(said.contains("question 7 of the check"), "{said}");
     assert_eq!(said.matches(" in th_").count(), 1, "{said}");
-    let out = parley(
-        &db,
-        &[
-            "search", "--token", &bob, "question", "--limit", "3", "--json",
-        ],
-    );
+    let out = parley_as(&db, &bob, &["search", "question", "--limit", "3", "--json"]);
     let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(page["items"].as_array().unwrap().len(), 3);
     assert_eq!(page["items"][0]["message"]["id"], "msg_20", "newest first");
-    let out = parley(&db, &["search", "--token", &bob, "nothing-like-this"]);
+    let out = parley_as(&db, &bob, &["search", "nothing-like-this"]);
     assert!(text(&out.stdout).contains("No message holds"));
-    let out = parley(&db, &["search", "--token", &bob, "!!!"]);
+    let out = parley_as(&db, &bob, &["search", "!!!"]);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -238,7 +243,7 @@ fn opening_a_large_forum_of_an_earlier_schema_shows_its_indexing() {
         txn.delete_table(blocks).unwrap();
         txn.commit().unwrap();
     }
-    let out = parley(&db, &["search", "--token", &token, "question", "20999"]);
+    let out = parley_as(&db, &token, &["search", "question", "20999"]);
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(

@@ -31,7 +31,7 @@ fn scene() -> Scene {
 }
 
 impl Scene {
-    /// `parley ARGS --token TOKEN`, which must succeed; returns stdout.
+    /// `parley ARGS` with PARLEY_TOKEN=TOKEN, which must succeed; returns stdout.
     fn ok(&self, token: &str, args: &[&str]) -> String {
         let out = self.run(token, args);
         assert!(
@@ -42,7 +42,7 @@ impl Scene {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// `parley ARGS --token TOKEN`, which must be refused; returns the stderr line.
+    /// `parley ARGS` with PARLEY_TOKEN=TOKEN, which must be refused; returns the stderr line.
     fn refused(&self, token: &str, args: &[&str], reason: &str, status: u16) -> String {
         let out = self.run(token, args);
         let text = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -54,9 +54,7 @@ impl Scene {
     }
 
     fn run(&self, token: &str, args: &[&str]) -> Output {
-        let mut all = args.to_vec();
-        all.extend(["--token", token]);
-        self.forum.run(&all)
+        self.forum.run_as(token, args)
     }
 
     fn json(&self, token: &str, args: &[&str]) -> Value {

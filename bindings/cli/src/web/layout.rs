@@ -1,13 +1,21 @@
 //! The page shell every page of the web view shares.
 
-use maud::{html, Markup, DOCTYPE};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::session::Viewer;
 
 /// The whole page around `content`: the header says who is signed in, the
 /// navigation, the search form and the sign-out form (signed-in pages only), a
 /// banner on an agent's pages saying they are read only, and the live-update script.
+///
+/// Control characters in what others wrote show as escapes (`crate::terminal`): a
+/// browser would show nothing for them.
 pub(crate) fn page(viewer: Option<&Viewer>, title: &str, content: Markup) -> Markup {
+    let markup = shell(viewer, title, content).into_string();
+    PreEscaped(crate::terminal::visible(&markup).into_owned())
+}
+
+fn shell(viewer: Option<&Viewer>, title: &str, content: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {

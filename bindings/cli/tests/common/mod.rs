@@ -31,6 +31,14 @@ impl TempForum {
         self.command(args).output().expect("run parley")
     }
 
+    /// Runs `parley --db <db> ARGS` with `token` in `PARLEY_TOKEN` (a token on the
+    /// command line would be visible to other users, and `--token` says so).
+    pub fn run_as(&self, token: &str, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        cmd.env("PARLEY_TOKEN", token);
+        cmd.output().expect("run parley")
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.arg("--db").arg(&self.db).args(args);
