@@ -10,7 +10,10 @@ they saw must not confirm ``closed``.
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
+import urllib.error
+import urllib.request
 from typing import Callable, Dict, Tuple
 
 import pytest
@@ -121,6 +124,20 @@ def test_a_remote_session_raises_state_changed(servers: Callable[..., Server]) -
     bob, carol, ann = (parley.connect(server.url, tokens[who]) for who in ("bob", "carol", "ann"))
     try:
         confirm_what_was_seen(ann, moved_on(bob, carol))
+        # REST takes the same envelope: POST /v1/messages answers 409 with the state.
+        envelope = {"kind": "reopen", "thread": "th_1", "if_state": "open", "body": "Reopening."}
+        request = urllib.request.Request(
+            f"{server.url}/v1/messages",
+            data=json.dumps(envelope).encode(),
+            headers={"Authorization": f"Bearer {tokens['ann']}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=30)
+        assert caught.value.code == 409
+        error = json.loads(caught.value.read())["error"]
+        caught.value.close()
+        assert (error["reason"], error["state"]) == ("state_changed", "closed")
     finally:
         for session in (bob, carol, ann):
             session.forum.close()
