@@ -12,6 +12,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, Dict, Mapping, Optional, Type
 
+from .types import State
+
 __all__ = [
     "ParleyError",
     "Refusal",
@@ -110,7 +112,7 @@ class StateChanged(Conflict):
     ``if_state`` found the thread in another state (SPEC §14.5). ``state`` is the state
     it is in now; nothing was written. Show it, and let whoever decided look again."""
 
-    state: str
+    state: State
 
 
 class PayloadTooLarge(Refusal):
