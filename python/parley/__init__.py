@@ -36,6 +36,7 @@ from ._errors import (
     RateLimited,
     Refusal,
     SchemaTooNewError,
+    StateChanged,
     StorageError,
     Unauthorized,
 )
@@ -115,6 +116,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Conflict",
+    "StateChanged",
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",

@@ -35,6 +35,7 @@ class Acts(Generic[R]):
         parent: Optional[Id] = None,
         to: Optional[str] = None,
         state: Optional[State] = None,
+        if_state: Optional[State] = None,
         claim: Optional[Id] = None,
         evidence: Optional[Evidence] = None,
         supersedes: Optional[Sequence[Id]] = None,
@@ -146,12 +147,23 @@ class Acts(Generic[R]):
         *,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
+        if_state: Optional[State] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> R:
-        """Records the thread's decision (needs authority over the thread)."""
+        """Records the thread's decision (needs authority over the thread).
+
+        ``if_state``: the state the caller saw; if the thread is in another one, the
+        post raises :class:`parley.StateChanged` (its ``state`` is the current one).
+        """
         return self.post(
-            "decide", body, thread=thread, parent=parent, provenance=provenance, idempotency_key=idempotency_key
+            "decide",
+            body,
+            thread=thread,
+            parent=parent,
+            if_state=if_state,
+            provenance=provenance,
+            idempotency_key=idempotency_key,
         )
 
     def mark(
@@ -161,15 +173,21 @@ class Acts(Generic[R]):
         state: State,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
+        if_state: Optional[State] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> R:
-        """Sets the thread's ``state`` (needs authority; confirmed for confirmers)."""
+        """Sets the thread's ``state`` (needs authority; confirmed for confirmers).
+
+        ``if_state``: as for :meth:`decide`; a person confirming a proposal passes the
+        state the page showed, so they never confirm one they did not see.
+        """
         _args.check("state", state, str, "a str")
         return self.post(
             "mark",
             body,
             state=state,
+            if_state=if_state,
             thread=thread,
             parent=parent,
             provenance=provenance,
@@ -183,14 +201,16 @@ class Acts(Generic[R]):
         to: Optional[str] = None,
         thread: Optional[Id] = None,
         parent: Optional[Id] = None,
+        if_state: Optional[State] = None,
         provenance: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> R:
-        """Opens a closed or side-state thread again."""
+        """Opens a closed or side-state thread again (``if_state``: as for :meth:`decide`)."""
         return self.post(
             "reopen",
             body,
             to=to,
+            if_state=if_state,
             thread=thread,
             parent=parent,
             provenance=provenance,

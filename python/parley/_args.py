@@ -97,6 +97,7 @@ def envelope(
     parent: Optional[Id] = None,
     to: Optional[str] = None,
     state: Optional[str] = None,
+    if_state: Optional[str] = None,
     claim: Optional[Id] = None,
     evidence: Optional[Sequence[Mapping[str, object]]] = None,
     supersedes: Optional[Sequence[Id]] = None,
@@ -111,6 +112,7 @@ def envelope(
     check_opt_id("parent", parent)
     check_opt_str("to", to)
     check_opt_str("state", state)
+    check_opt_str("if_state", if_state)
     check_opt_id("claim", claim)
     check_opt_str("idempotency_key", idempotency_key)
     if thread is not None:
@@ -121,6 +123,8 @@ def envelope(
         env["to"] = to
     if state is not None:
         env["state"] = state
+    if if_state is not None:
+        env["if_state"] = if_state
     if claim is not None:
         env["claim"] = claim
     if evidence is not None:

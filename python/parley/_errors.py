@@ -12,6 +12,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, Dict, Mapping, Optional, Type
 
+from .types import State
+
 __all__ = [
     "ParleyError",
     "Refusal",
@@ -20,6 +22,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Conflict",
+    "StateChanged",
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
@@ -38,7 +41,8 @@ class Refusal(ParleyError):
 
     ``reason`` is the stable machine-readable reason (e.g. ``"self_reply"``), ``status``
     its HTTP-style code, ``message`` one line for a human or a model. ``field``,
-    ``right``, ``limit`` and ``retry_after_ms`` are set where they help, else ``None``.
+    ``right``, ``limit``, ``retry_after_ms`` and ``state`` are set where they help, else
+    ``None``.
     ``data`` is the refusal object exactly as every transport sends it.
     """
 
@@ -49,6 +53,7 @@ class Refusal(ParleyError):
     right: Optional[str]
     limit: Optional[str]
     retry_after_ms: Optional[int]
+    state: Optional[str]
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data: Dict[str, Any] = dict(data)
@@ -59,6 +64,7 @@ class Refusal(ParleyError):
         self.right = self.data.get("right")
         self.limit = self.data.get("limit")
         self.retry_after_ms = self.data.get("retry_after_ms")
+        self.state = self.data.get("state")
         super().__init__(f"{self.reason}: {self.message}")
 
     @staticmethod
@@ -70,6 +76,8 @@ class Refusal(ParleyError):
         """
         status = data.get("status")
         cls = _BY_STATUS.get(status, Refusal) if isinstance(status, int) else Refusal
+        if cls is Conflict and data.get("reason") == "state_changed":
+            cls = StateChanged
         return cls(data)
 
     def __reduce__(self) -> Any:
@@ -97,6 +105,14 @@ class NotFound(Refusal):
 
 class Conflict(Refusal):
     """Status 409: the forum's state forbids the act (closed, self reply, transition …)."""
+
+
+class StateChanged(Conflict):
+    """Status 409, ``state_changed``: a ``decide``, ``mark`` or ``reopen`` sent with
+    ``if_state`` found the thread in another state (SPEC §14.5). ``state`` is the state
+    it is in now; nothing was written. Show it, and let whoever decided look again."""
+
+    state: State
 
 
 class PayloadTooLarge(Refusal):
@@ -155,6 +171,7 @@ for _cls in (
     ParleyError,
     Refusal,
     *_BY_STATUS.values(),
+    StateChanged,
     StorageError,
     ConnectionError,
     NotAForumError,

@@ -134,6 +134,7 @@ Reason = Literal[
     "claim_superseded",
     "limit_exceeded",
     "idempotency_conflict",
+    "state_changed",
     "rate_limited",
 ]
 """Every refusal reason (SPEC §12), in the order of ``parley.REASONS``."""

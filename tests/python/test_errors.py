@@ -19,6 +19,8 @@ BY_STATUS: Dict[int, Type[parley.Refusal]] = {
     413: parley.PayloadTooLarge,
     429: parley.RateLimited,
 }
+# Reasons with a class of their own, a subclass of their status's.
+BY_REASON: Dict[str, Type[parley.Refusal]] = {"state_changed": parley.StateChanged}
 
 
 def test_every_reason_has_the_class_of_its_status() -> None:
@@ -28,7 +30,8 @@ def test_every_reason_has_the_class_of_its_status() -> None:
     assert {r["status"] for r in parley.REASONS} == set(BY_STATUS)
     for entry in parley.REASONS:
         exc = parley.Refusal.from_data({"reason": entry["reason"], "status": entry["status"], "message": "m"})
-        assert type(exc) is BY_STATUS[entry["status"]]
+        assert type(exc) is BY_REASON.get(entry["reason"], BY_STATUS[entry["status"]])
+        assert isinstance(exc, BY_STATUS[entry["status"]])
         assert isinstance(exc, parley.Refusal) and isinstance(exc, parley.ParleyError)
         assert (exc.reason, exc.status, exc.message) == (entry["reason"], entry["status"], "m")
         assert str(exc) == f"{entry['reason']}: m"

@@ -198,13 +198,16 @@ def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) ->
         413: parley.PayloadTooLarge,
         429: parley.RateLimited,
     }.get(refusal.status)
+    # A reason with a class of its own, a subclass of its status's.
+    if refusal.reason == "state_changed":
+        expected_class = parley.StateChanged
     if expected_class is None or type(refusal) is not expected_class:
         failures.append(f"{head}: status {refusal.status} raised {type(refusal).__name__}")
     if (refusal.reason, refusal.status, refusal.message) != (
         refusal.data["reason"],
         refusal.data["status"],
         refusal.data["message"],
-    ):
+    ) or refusal.state != refusal.data.get("state"):
         failures.append(f"{head}: exception attributes disagree with {refusal.data}")
 
 

@@ -383,6 +383,72 @@ static void refusals_come_back_as_json(void) {
     parley_forum_free(forum);
 }
 
+/* SPEC §14.5: a mark conditioned on a state the thread has left is refused, and the
+ * refusal object carries the thread's current state (issue 38, failure 2). */
+static void a_stale_condition_is_refused_with_the_current_state(void) {
+    parley_forum *forum = open_memory();
+    char *bob = make_token(forum, "{\"handle\":\"bob\"}");
+    char *carol = make_token(forum, "{\"handle\":\"carol\"}");
+    char *ann = make_token(forum, "{\"handle\":\"ann\",\"kind\":\"human\"}");
+    char *out = NULL;
+    json_t *result;
+    json_t *refusal;
+
+    CHECK_RC(parley_call(forum, bob, "post", "{\"kind\":\"ask\",\"body\":\"Which port?\"}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK_STR(str_at(json_object_get(result, "thread"), "id"), "th_1");
+    json_decref(result);
+    CHECK_RC(parley_call(forum, carol, "post", "{\"kind\":\"answer\",\"thread\":\"th_1\",\"body\":\"7878.\"}", &out),
+             PARLEY_OK);
+    parley_string_free(out);
+    CHECK_RC(parley_call(forum, bob, "post",
+                         "{\"kind\":\"mark\",\"thread\":\"th_1\",\"state\":\"closed\",\"body\":\"Closing.\"}", &out),
+             PARLEY_OK);
+    parley_string_free(out);
+
+    out = SENTINEL;
+    CHECK_RC(parley_call(forum, ann, "post",
+                         "{\"kind\":\"mark\",\"thread\":\"th_1\",\"state\":\"closed\","
+                         "\"if_state\":\"answered\",\"body\":\"Confirmed.\"}",
+                         &out),
+             PARLEY_REFUSED);
+    CHECK(out != SENTINEL);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "state_changed");
+    CHECK(json_integer_value(json_object_get(refusal, "status")) == 409);
+    CHECK_STR(str_at(refusal, "state"), "closed");
+    CHECK_STR(str_at(refusal, "field"), "if_state");
+    json_decref(refusal);
+    CHECK_CONTAINS(parley_last_error(), "state_changed");
+
+    /* Any other value than a state name is invalid_body naming the field. */
+    CHECK_RC(parley_call(forum, ann, "post",
+                         "{\"kind\":\"mark\",\"thread\":\"th_1\",\"state\":\"closed\","
+                         "\"if_state\":7,\"body\":\"Confirmed.\"}",
+                         &out),
+             PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "invalid_body");
+    CHECK_STR(str_at(refusal, "field"), "if_state");
+    CHECK(json_object_get(refusal, "state") == NULL);
+    json_decref(refusal);
+
+    /* Confirming the state the refusal named succeeds and locks the thread. */
+    CHECK_RC(parley_call(forum, ann, "post",
+                         "{\"kind\":\"mark\",\"thread\":\"th_1\",\"state\":\"closed\","
+                         "\"if_state\":\"closed\",\"body\":\"Confirmed.\"}",
+                         &out),
+             PARLEY_OK);
+    result = take_json(out);
+    CHECK(json_is_true(json_object_get(json_object_get(result, "thread"), "locked")));
+    json_decref(result);
+
+    parley_string_free(bob);
+    parley_string_free(carol);
+    parley_string_free(ann);
+    parley_forum_free(forum);
+}
+
 static void an_exchange_round_trips_unicode(void) {
     parley_forum *forum = open_memory();
     char *alice = make_token(forum, "{\"handle\":\"alice\"}");
@@ -567,6 +633,7 @@ int main(int argc, char **argv) {
     RUN(enum_like_inputs_are_range_checked);
     RUN(call_reports_bad_parameters);
     RUN(refusals_come_back_as_json);
+    RUN(a_stale_condition_is_refused_with_the_current_state);
     RUN(an_exchange_round_trips_unicode);
     RUN(manifest_and_identities);
     RUN(mcp_requests_and_notifications);

@@ -17,6 +17,7 @@ def mistakes(session: parley.Session) -> None:
     if result["thread"]["state"] == "clsoed":  # error: comparison-overlap
         return
     session.mark("Done.", state="finished", thread=result["thread"]["id"])  # error: arg-type
+    session.mark("Done.", state="closed", if_state="clsoed", thread=result["thread"]["id"])  # error: arg-type
     session.threads(state="opne")  # error: arg-type
     session.claim("Port 7878 is free.", evidence=[{"kind": "logfile", "ref": "x"}])  # error: typeddict-item
     print(session.whoami()["rigths"])  # error: typeddict-item

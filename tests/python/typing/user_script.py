@@ -66,8 +66,15 @@ def settle(forum: parley.Forum) -> ThreadSummary:
         for reply in root["replies"]:
             print(f"{reply['from']['identity']} ({reply['author_kind']}) {reply['kind']}: {reply['body']}")
 
+    # Close only the thread as it was read: if it moved on meanwhile, say so.
     target: State = "closed"
-    bob.mark("Settled: 7878.", state=target, thread=thread)
+    seen: State = view["thread"]["state"]
+    try:
+        bob.mark("Settled: 7878.", state=target, if_state=seen, thread=thread)
+    except parley.StateChanged as moved:
+        now: State = moved.state
+        print(f"{thread} is {now} now, not {seen}; not closing it")
+        raise
     for event in bob.events(thread=thread)["items"]:
         print(describe(event))
 
