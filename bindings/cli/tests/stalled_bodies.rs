@@ -59,12 +59,21 @@ fn a_full_cap_of_stalled_bodies_gives_way_to_a_prompt_client_and_times_out() {
     let addr = server.addr;
     let host = addr.to_string();
     // Eight connections, the whole cap: posts and MCP calls with a good token,
-    // each declaring 1000 bytes and sending one.
+    // each declaring 1000 bytes and sending one; half of them then trickle a byte
+    // every 100 ms.
     let began = Instant::now();
     let stalled: Vec<std::thread::JoinHandle<(Duration, Option<common::Response>)>> = (0..8)
         .map(|i| {
             let path = if i % 2 == 0 { "/v1/messages" } else { "/mcp" };
             let mut stream = stall(addr, path, &host, Some(&alice));
+            if i >= 4 {
+                let mut trickle = stream.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    while began.elapsed() < BOUND && trickle.write_all(b" ").is_ok() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                });
+            }
             std::thread::spawn(move || {
                 let resp = closed(&mut stream, BOUND);
                 (began.elapsed(), resp)

@@ -26,7 +26,7 @@
 //!
 //! When the cap is full, a new connection waits a moment ([`stalls`]) for a place:
 //! one given back, or one taken from the connection that has stalled longest on the
-//! client's side (a head or a body that stopped arriving). Stalled clients, however
+//! client's side (a head or a body that does not finish arriving). Stalled clients, however
 //! many, thus never keep a prompt one out for longer than that moment. Otherwise it
 //! is answered with a `503` carrying a JSON body (reason `too_many_connections`) and
 //! `Retry-After`, then closed. What the client sends meanwhile is read and discarded
@@ -356,8 +356,6 @@ async fn connection(
 pub(super) struct Cycle {
     accepted: Instant,
     word: AtomicU64,
-    /// When bytes last came from the client, in milliseconds since acceptance.
-    progress: AtomicU64,
 }
 
 /// Waiting for the rest of a request's head.
@@ -377,7 +375,6 @@ impl Cycle {
         Cycle {
             accepted: Instant::now(),
             word: AtomicU64::new(HEAD << PHASE_SHIFT),
-            progress: AtomicU64::new(0),
         }
     }
 
@@ -385,21 +382,12 @@ impl Cycle {
         self.word.load(Ordering::Relaxed) >> PHASE_SHIFT
     }
 
-    /// Since when the connection has been waiting for its client to send (the rest
-    /// of a head, or of a body) without a byte coming; `None` in any other phase.
-    pub(super) fn stalled_since(&self) -> Option<Instant> {
+    /// Since when the connection has been waiting for its client to finish sending
+    /// a request's head, or a body being read; `None` in any other phase.
+    pub(super) fn unfinished_since(&self) -> Option<Instant> {
         let word = self.word.load(Ordering::Relaxed);
-        if !matches!(word >> PHASE_SHIFT, HEAD | BODY) {
-            return None;
-        }
-        let last = (word & SINCE_MASK).max(self.progress.load(Ordering::Relaxed));
-        Some(self.accepted + Duration::from_millis(last))
-    }
-
-    /// Notes that bytes came from the client.
-    fn progressed(&self) {
-        let now = self.accepted.elapsed().as_millis() as u64;
-        self.progress.store(now, Ordering::Relaxed);
+        let since = self.accepted + Duration::from_millis(word & SINCE_MASK);
+        matches!(word >> PHASE_SHIFT, HEAD | BODY).then_some(since)
     }
 
     /// Moves from `from` to `to` (now), if the connection is in `from`.
@@ -449,11 +437,8 @@ impl AsyncRead for Watched {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            if self.cycle.phase() == IDLE {
-                self.cycle.enter(HEAD);
-            }
-            self.cycle.progressed();
+        if buf.filled().len() > before && self.cycle.phase() == IDLE {
+            self.cycle.enter(HEAD);
         }
         polled
     }
@@ -682,15 +667,15 @@ mod tests {
         assert_eq!(cycle.phase(), HEAD);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.header_timeout);
         assert!(
-            cycle.stalled_since().is_some(),
+            cycle.unfinished_since().is_some(),
             "a head not all there is a stall"
         );
         cycle.enter_busy();
-        assert!(cycle.stalled_since().is_none());
+        assert!(cycle.unfinished_since().is_none());
         cycle.shift(BUSY, BODY);
         assert_eq!(cycle.phase(), BODY);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.body_timeout);
-        assert!(cycle.stalled_since().is_some());
+        assert!(cycle.unfinished_since().is_some());
         cycle.shift(BODY, BUSY);
         assert_eq!(cycle.deadline(&LIMITS), None, "the body is in");
         cycle.enter(IDLE);

@@ -2,14 +2,16 @@
 //! full: it waits a moment for a place, given back by a connection that ends or
 //! taken from the connection that has stalled longest.
 //!
-//! A stalled connection is one waiting for its client: the rest of a request's
-//! head, or of a body its handler is reading, with no byte for [`STALL_MIN`] at
-//! least. The header and body timeouts close such connections in the end, but
-//! until then as many of them as the cap would keep every other client out; so
-//! when a place is wanted, the one stalled longest is closed and its place given
-//! to the newcomer. A connection being served (the engine at work, a waiting read,
-//! an event stream) or idle between requests is never taken: its client is not
-//! the one holding things up.
+//! A stalled connection is one waiting for its client to finish a request's head,
+//! or a body its handler is reading, for [`STALL_MIN`] or more: a prompt client
+//! sends a request of this server's size (`request_max_bytes`) far faster. The
+//! header and body timeouts close such connections in the end, but until then as
+//! many of them as the cap would keep every other client out; so when a place is
+//! wanted, the one whose unfinished request began longest ago is closed and its
+//! place given to the newcomer. Trickling a byte now and then does not keep a
+//! request from being the oldest. A connection being served (the engine at work, a
+//! waiting read, an event stream) or idle between requests is never taken: its
+//! client is not the one holding things up.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,9 +22,8 @@ use tokio::time::Instant;
 
 use super::connections::Cycle;
 
-/// How long a connection must have waited for its client, without a byte, before
-/// its place may be taken: a prompt client is never between two of its bytes
-/// this long.
+/// How long a connection must have waited for its client to finish a head or a
+/// body before its place may be taken.
 pub(super) const STALL_MIN: Duration = Duration::from_millis(200);
 /// How long a new connection waits for a place when the cap is full before it is
 /// refused (503 `too_many_connections`).
@@ -92,7 +93,7 @@ impl Held {
         let victim = entries
             .map
             .iter()
-            .filter_map(|(id, e)| e.cycle.stalled_since().map(|since| (since, *id)))
+            .filter_map(|(id, e)| e.cycle.unfinished_since().map(|since| (since, *id)))
             .filter(|(since, _)| now.saturating_duration_since(*since) >= STALL_MIN)
             .min()
             .map(|(_, id)| id)?;
