@@ -26,10 +26,10 @@
 //!
 //! When the cap is full, a new connection waits a moment ([`stalls`]) for a place:
 //! one given back, or one taken from the connection that has stalled longest on the
-//! client's side (a head or a body that does not finish arriving). Stalled clients, however
-//! many, thus never keep a prompt one out for longer than that moment. Otherwise it
-//! is answered with a `503` carrying a JSON body (reason `too_many_connections`) and
-//! `Retry-After`, then closed. What the client sends meanwhile is read and discarded
+//! client's side (a head or a body that does not finish arriving). Stalled clients,
+//! however many, thus never keep a prompt one out for longer than that moment.
+//! Otherwise it is answered with a `503` carrying a JSON body (reason
+//! `too_many_connections`) and `Retry-After`, then closed. What the client sends meanwhile is read and discarded
 //! for a moment first, so that the close does not reset the connection before the
 //! client has read its answer.
 //!
@@ -210,7 +210,15 @@ impl Start {
                 stop,
                 held,
             } = self;
-            connection(stream, peer, router, builder, limits, stop, cycle, evicted).await;
+            let serving = Serving {
+                router,
+                builder,
+                limits,
+                stop,
+                cycle,
+                evicted,
+            };
+            connection(stream, peer, serving).await;
             held.remove(id);
         });
     }
@@ -275,19 +283,28 @@ async fn refuse(mut stream: TcpStream, refusal: Arc<[u8]>, permit: OwnedSemaphor
     drop(permit);
 }
 
-/// Serves one connection until it ends, times out, is evicted (its slot given to
-/// another, see `stalls`), or (after `stop`) has finished its request in flight.
-#[allow(clippy::too_many_arguments)]
-async fn connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// What serves one connection: the router and its limits, the server's stop, the
+/// connection's request cycle, and the bell that evicts it.
+struct Serving {
     router: Router,
     builder: http1::Builder,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     cycle: Arc<Cycle>,
     evicted: Arc<Notify>,
-) {
+}
+
+/// Serves one connection until it ends, times out, is evicted (its slot given to
+/// another, see `stalls`), or (after `stop`) has finished its request in flight.
+async fn connection(stream: TcpStream, peer: SocketAddr, serving: Serving) {
+    let Serving {
+        router,
+        builder,
+        limits,
+        mut stop,
+        cycle,
+        evicted,
+    } = serving;
     let io = TokioIo::new(Watched {
         stream,
         cycle: Arc::clone(&cycle),
