@@ -119,3 +119,60 @@ fn a_refused_host_with_a_bearer_token_is_never_looked_up() {
     );
     server.terminate();
 }
+
+/// A post to a forum in PostgreSQL whose body does not come is judged by its
+/// token after a moment, and a bad token is refused then, the body still unread.
+/// A bad token still wins over a bad `Idempotency-Key` when the body did come.
+#[test]
+fn a_shared_forum_refuses_a_stalled_post_with_a_bad_token() {
+    use std::io::Write;
+
+    let Some(base) = pg::server() else { return };
+    let url = pg::fresh_url(&base, "stall");
+    let out = Command::new(BIN)
+        .args(["--db", &url, "token", "create", "alice"])
+        .env_remove("PARLEY_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A body timeout far past the bound: only a refusal that does not wait for
+    // the body comes in time.
+    let server = Server::start(Path::new(&url), None, &["--body-timeout-ms", "600000"]);
+    let addr = server.addr;
+    let mut stream = common::connect(addr);
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer pt_stranger\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    match common::wait_for_close(&mut stream, Duration::from_secs(10)) {
+        common::Ending::Closed(data) => {
+            let resp = common::parse(&data).expect("an answer");
+            assert_eq!(resp.status, 401);
+            assert_eq!(resp.reason(), "token_invalid");
+            assert_eq!(resp.header("connection"), Some("close"));
+        }
+        common::Ending::Open => panic!("the stalled post is still held"),
+    }
+    let body = r#"{"kind": "ask", "body": "Which key?"}"#;
+    let resp = http(
+        addr,
+        "POST",
+        "/v1/messages",
+        &[
+            ("Authorization", "Bearer pt_stranger"),
+            ("Content-Type", "application/json"),
+            ("Idempotency-Key", "a"),
+            ("Idempotency-Key", "b"),
+        ],
+        Some(body.as_bytes()),
+    );
+    assert_eq!(
+        (resp.status, resp.reason().as_str()),
+        (401, "token_invalid")
+    );
+    server.terminate();
+}

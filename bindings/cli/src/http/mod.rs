@@ -374,13 +374,19 @@ const DRAIN_FOR: Duration = Duration::from_secs(1);
 /// moment (up to `request_max_bytes`), so that a client still sending reads the
 /// answer instead of a connection reset by unread bytes; a client that sends
 /// nothing holds the connection no longer than that.
-pub(crate) fn unread(app: &App, mut resp: Response, body: Body) -> Response {
-    resp.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+pub(crate) fn unread(app: &App, resp: Response, body: Body) -> Response {
     let max = app.forum.config().limits.request_max_bytes;
     tokio::spawn(async move {
         let _ = tokio::time::timeout(DRAIN_FOR, drain(body, max)).await;
     });
+    closing(resp)
+}
+
+/// `resp` with `Connection: close`: the request's body is left unread, so the
+/// connection cannot carry another request.
+pub(crate) fn closing(mut resp: Response) -> Response {
+    resp.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     resp
 }
 

@@ -2,6 +2,9 @@
 //! carries the id; the engine does every check, this module maps its answer to a
 //! status code: 200 for a read, 201 for a post, the reason's status for a refusal.
 
+use std::pin::pin;
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
@@ -13,13 +16,17 @@ use serde_json::{Map, Value};
 
 use super::waits::{self, Plan, Waited};
 use super::{
-    bearer, blocking, engine_failed, error_response, json_response, read_body, refusal_response,
-    unread, App, BodyError,
+    bearer, blocking, closing, engine_failed, error_response, json_response, read_body,
+    refusal_response, unread, App, BodyError,
 };
 
 /// Arguments that are numbers; every other query parameter stays a string (cursors
 /// are opaque and may look like numbers, and ids accept the decimal string form).
 pub(crate) const NUMERIC: [&str; 2] = ["limit", "wait_ms"];
+
+/// How long a post to a shared forum waits for its body before its token is
+/// judged on its own (see `post_message`).
+const JUDGE_AFTER: Duration = Duration::from_millis(50);
 
 /// The header that carries a post's `idempotency_key` (SPEC §14.3).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -138,14 +145,33 @@ pub(crate) async fn post_message(
     };
     // The token is judged before the body is read (it would be first anyway, SPEC
     // §12.1): a stranger's request is answered at once and holds nothing while its
-    // body does not come.
-    match judge_token(&app, token.as_deref()).await {
-        Ok(None) => {}
-        Ok(Some(refused)) => return unread(&app, refused, body),
-        Err(resp) => return resp,
-    }
+    // body does not come. A shared forum's check is a round trip to the database,
+    // so there it waits for a body that is not in after a moment: nearly every
+    // post's is, and the engine judges its token with the post.
     let max = app.forum.config().limits.request_max_bytes;
-    let bytes = match read_body(&headers, body, max).await {
+    let mut judged = false;
+    let read = if app.forum.is_shared() {
+        let mut read = pin!(read_body(&headers, body, max));
+        match tokio::time::timeout(JUDGE_AFTER, &mut read).await {
+            Ok(read) => read,
+            Err(_) => match judge_token(&app, token.as_deref()).await {
+                Ok(None) => {
+                    judged = true;
+                    read.await
+                }
+                Ok(Some(refused)) => return closing(refused),
+                Err(resp) => return resp,
+            },
+        }
+    } else {
+        match judge_token(&app, token.as_deref()).await {
+            Ok(None) => judged = true,
+            Ok(Some(refused)) => return unread(&app, refused, body),
+            Err(resp) => return resp,
+        }
+        read_body(&headers, body, max).await
+    };
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge(refusal)) => return refusal_response(&refusal),
         Err(BodyError::Broken(why)) => {
@@ -180,7 +206,14 @@ pub(crate) async fn post_message(
         }
     };
     if let Err(refusal) = idempotency_header(&headers, &mut envelope) {
-        // The token, judged already, was good.
+        // The token is judged first (SPEC §12.1): a bad token wins over the header.
+        if !judged {
+            match judge_token(&app, token.as_deref()).await {
+                Ok(None) => {}
+                Ok(Some(refused)) => return refused,
+                Err(resp) => return resp,
+            }
+        }
         return refusal_response(&refusal);
     }
     // Posts go to the engine thread in bunches (see `posts`), not one by one
