@@ -243,6 +243,14 @@ struct ServeArgs {
     /// [default: 1000, or half of --max-connections when that is less].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_waits: Option<u32>,
+    /// Of --max-waits, hold at most this many for one token; past them, that token
+    /// alone is answered 503 (too_many_waits) [default: a quarter of --max-waits, at least 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_waits_per_token: Option<u32>,
+    /// Close a connection whose request body has not all arrived this long after
+    /// the server began to read it, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout_ms: u64,
     /// Send a comment on an event stream that has been silent this long, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     heartbeat_ms: u64,
@@ -542,9 +550,14 @@ fn http_options(args: ServeArgs) -> Result<http::Options, Failure> {
         limits: http::Limits {
             header_timeout: Duration::from_millis(args.header_timeout_ms),
             idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+            body_timeout: Duration::from_millis(args.body_timeout_ms),
             max_connections,
         },
         max_waits,
+        max_waits_per_token: args
+            .max_waits_per_token
+            .map_or_else(|| http::default_share(max_waits), |n| n as usize)
+            .min(max_waits),
         heartbeat: Duration::from_millis(args.heartbeat_ms),
         web_session_idle: Duration::from_secs(args.web_session_idle_s),
         web_session_max: Duration::from_secs(args.web_session_max_s),

@@ -239,9 +239,10 @@ fn a_stalled_client_cannot_hold_the_shutdown_forever() {
     assert_eq!(done.status, 201);
     // Headers announce 100 bytes of body; only 10 arrive, and the client goes quiet.
     let mut stalled = std::net::TcpStream::connect(server.addr).unwrap();
-    // An allowed Host: a refused one would be answered 421 at once, not stall.
+    // An allowed Host and a good token: a refused one would be answered (421,
+    // 401) at once, not stall.
     let head = format!(
-        "POST /v1/messages HTTP/1.1\r\nHost: {}\r\nContent-Length: 100\r\n\r\n0123456789",
+        "POST /v1/messages HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {alice}\r\nContent-Length: 100\r\n\r\n0123456789",
         server.addr
     );
     stalled.write_all(head.as_bytes()).unwrap();

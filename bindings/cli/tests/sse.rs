@@ -380,7 +380,15 @@ fn past_the_cap_waits_and_streams_are_refused_with_503_and_an_mcp_tool_error() {
     let s = Server::start(
         &c.forum.db,
         Some(SETTINGS),
-        &["--max-waits", "3", "--heartbeat-ms", "100"],
+        // One token holds them all here: its share is the whole cap.
+        &[
+            "--max-waits",
+            "3",
+            "--max-waits-per-token",
+            "3",
+            "--heartbeat-ms",
+            "100",
+        ],
     );
     post(
         &s,
@@ -516,6 +524,9 @@ fn shutdown_ends_a_hundred_waits_and_streams_within_grace_and_keeps_every_acknow
             "--heartbeat-ms",
             "60000",
             "--max-waits",
+            &(WAITS + STREAMS).to_string(),
+            // Bob holds every place: his share is the whole cap.
+            "--max-waits-per-token",
             &(WAITS + STREAMS).to_string(),
         ],
     );

@@ -1,6 +1,6 @@
 //! The web view's sessions over real HTTP: sign-in and sign-out, the cookies'
 //! attributes, idle and absolute expiry, revocation, CSRF and origin rules, the
-//! failed sign-in limit, and that a token never shows in a page, a URL or a log.
+//! slowing of failed sign-ins, and that a token never shows in a page, a URL or a log.
 
 mod common;
 mod web_client;
@@ -426,22 +426,65 @@ fn the_token_is_never_in_a_page_a_url_or_a_log_line() {
 }
 
 #[test]
-fn failed_sign_ins_are_limited_per_peer() {
+fn failed_sign_ins_are_slowed_and_never_bar_a_valid_token() {
     let f = fixture(&[]);
     let mut b = Browser::new(&f.server);
-    for n in 0..10 {
+    // One after another: each failure from this address waits longer.
+    let mut took = Duration::ZERO;
+    for n in 0..4 {
+        let began = Instant::now();
         let resp = b.sign_in(&format!("pt_wrong_{n}"));
+        took = began.elapsed();
         assert_eq!(resp.status, 401, "attempt {n}");
+        assert_eq!(reason_of(&text(&resp)).as_deref(), Some("token_invalid"));
     }
-    let resp = b.sign_in("pt_wrong_again");
-    assert_eq!(resp.status, 429);
-    assert_eq!(reason_of(&text(&resp)).as_deref(), Some("rate_limited"));
-    let retry: u64 = resp.header("retry-after").unwrap().parse().unwrap();
-    assert!((1..=60).contains(&retry), "{retry}");
-    // While barred, a right token is refused alike: the limit is no oracle.
+    assert!(
+        took >= Duration::from_millis(700),
+        "the 4th failure took {took:?}"
+    );
+    // Twelve at once, from the same address: a few are delayed, the rest refused
+    // at once with 429, none of them in.
+    let page = b.get("/sign-in");
+    let csrf = csrf_of(&text(&page));
+    let cookie = format!("parley_csrf={}", b.cookies["parley_csrf"]);
+    let (addr, origin) = (f.server.addr, b.origin());
+    let guesses: Vec<_> = (0..12)
+        .map(|n| {
+            let (csrf, cookie, origin) = (csrf.clone(), cookie.clone(), origin.clone());
+            std::thread::spawn(move || {
+                let form = format!("token=pt_guess_{n}&csrf={csrf}");
+                let headers = [
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                    ("Cookie", cookie.as_str()),
+                    ("Origin", origin.as_str()),
+                ];
+                let resp = http(addr, "POST", "/sign-in", &headers, Some(form.as_bytes()));
+                assert!(resp.header("location").is_none(), "signed in?");
+                if resp.status == 429 {
+                    assert_eq!(reason_of(&text(&resp)).as_deref(), Some("rate_limited"));
+                    let retry: u64 = resp.header("retry-after").unwrap().parse().unwrap();
+                    assert!((1..=2).contains(&retry), "{retry}");
+                }
+                resp.status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = guesses.into_iter().map(|g| g.join().unwrap()).collect();
+    assert!(
+        statuses.iter().all(|s| matches!(s, 401 | 429)),
+        "{statuses:?}"
+    );
+    assert!(statuses.contains(&429), "{statuses:?}");
+    // After sixteen failures, the person's own token signs in, at once.
+    let began = Instant::now();
     let resp = b.sign_in(&f.ann);
-    assert_eq!(resp.status, 429);
-    assert!(b.session().is_none());
+    assert_eq!(resp.status, 303, "{}", text(&resp));
+    assert!(b.session().is_some());
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        began.elapsed()
+    );
     // The REST API is not the web view's to limit.
     let me = http(
         f.server.addr,

@@ -7,11 +7,15 @@
 //! - The **idle timeout** runs from the end of a response until the next request's
 //!   first byte: it closes kept-alive connections nobody uses, and also bounds how
 //!   long a response may take to be read.
-//! - Nothing runs while a request is being served: a body arrives, and the engine
-//!   answers, in its own time (shutdown's grace period bounds both). A waiting read
-//!   is being served for as long as it waits, so no timeout here cuts it, whatever
-//!   its `wait_ms`. A response marked [`Streaming`] (an event stream) is being
-//!   served until its body ends: the stream itself drops a client that stops reading.
+//! - The **body timeout** runs from the moment a handler starts reading a request's
+//!   body until the body's end: a client that declares a body and sends it slowly,
+//!   or not at all, is closed when it runs out. A handler that never reads the body
+//!   (a refusal) starts no such clock.
+//! - Nothing else runs while a request is being served: the engine answers in its
+//!   own time (shutdown's grace period bounds it). A waiting read is being served
+//!   for as long as it waits, so no timeout here cuts it, whatever its `wait_ms`. A
+//!   response marked [`Streaming`] (an event stream) is being served until its body
+//!   ends: the stream itself drops a client that stops reading.
 //!
 //! hyper's own `header_read_timeout` starts as soon as a connection is ready for its
 //! next request, so on a kept-alive connection it is an idle timeout as well, and the
@@ -20,10 +24,16 @@
 //! over and when its answer is ready, and the task serving the connection closes
 //! it when the deadline of the phase it is in has passed.
 //!
-//! Past the cap, a connection is answered at once with a `503` carrying a JSON body
-//! (reason `too_many_connections`) and `Retry-After`, then closed. What the client
-//! sends meanwhile is read and discarded for a moment first, so that the close does
-//! not reset the connection before the client has read its answer.
+//! When the cap is full, a new connection waits a moment ([`stalls`]) for a place:
+//! one given back, or one taken from the connection that has stalled longest on the
+//! client's side (a head or a body that does not finish arriving). Stalled clients,
+//! however many, thus never keep a prompt one out for longer than that moment.
+//! Otherwise it is answered with a `503` carrying a JSON body (reason
+//! `too_many_connections`) and `Retry-After`, then closed. What the client sends meanwhile is read and discarded
+//! for a moment first, so that the close does not reset the connection before the
+//! client has read its answer.
+//!
+//! [`stalls`]: super::stalls
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -44,8 +54,10 @@ use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+
+use super::stalls::Held;
 
 /// How long a refused connection is read from before it is closed, and how much of
 /// it is read at most.
@@ -67,6 +79,8 @@ pub(crate) struct Streaming;
 pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    /// The longest a request's body may take to arrive once its reading began.
+    pub(crate) body_timeout: Duration,
     pub(crate) max_connections: usize,
 }
 
@@ -114,6 +128,7 @@ pub(crate) async fn serve(
     stop: watch::Receiver<bool>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let held = Arc::new(Held::default());
     let lingering = Arc::new(Semaphore::new(LINGERING_MAX));
     let refusal: Arc<[u8]> = refusal_response(limits.max_connections).into();
     let mut builder = http1::Builder::new();
@@ -133,21 +148,80 @@ pub(crate) async fn serve(
                 continue;
             }
         };
+        let start = Start {
+            router: router.clone(),
+            builder: builder.clone(),
+            limits,
+            stop: stop.clone(),
+            held: Arc::clone(&held),
+        };
         match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => {
-                let (router, builder, stop) = (router.clone(), builder.clone(), stop.clone());
+            Ok(slot) => start.spawn(stream, peer, slot),
+            Err(_) => {
+                // Full: wait a moment for a place (see `stalls`), holding one of the
+                // lingering places, so that waiting connections are bounded too.
+                let Ok(linger) = Arc::clone(&lingering).try_acquire_owned() else {
+                    refuse_now(&stream, &refusal);
+                    continue;
+                };
+                let (slots, refusal) = (Arc::clone(&slots), Arc::clone(&refusal));
                 tokio::spawn(async move {
-                    connection(stream, peer, router, builder, limits, stop).await;
-                    drop(slot);
+                    match start.held.place_for(&slots).await {
+                        Some(slot) => {
+                            drop(linger);
+                            start.spawn(stream, peer, slot);
+                        }
+                        None => refuse(stream, refusal, linger).await,
+                    }
                 });
             }
-            Err(_) => refuse(stream, &refusal, &lingering),
         }
     }
     drop(listener);
     // Every slot back means every accepted connection has ended.
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     let _ = slots.acquire_many(all).await;
+}
+
+/// What a connection needs to be served.
+struct Start {
+    router: Router,
+    builder: http1::Builder,
+    limits: Limits,
+    stop: watch::Receiver<bool>,
+    held: Arc<Held>,
+}
+
+impl Start {
+    /// Serves `stream` in a task of its own, holding `slot` (which the registry of
+    /// held connections keeps, so that a stalled connection's slot can be given to
+    /// another) until it ends.
+    fn spawn(self, stream: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
+        let cycle = Arc::new(Cycle::new());
+        let evicted = Arc::new(Notify::new());
+        let id = self
+            .held
+            .insert(Arc::clone(&cycle), Arc::clone(&evicted), slot);
+        tokio::spawn(async move {
+            let Start {
+                router,
+                builder,
+                limits,
+                stop,
+                held,
+            } = self;
+            let serving = Serving {
+                router,
+                builder,
+                limits,
+                stop,
+                cycle,
+                evicted,
+            };
+            connection(stream, peer, serving).await;
+            held.remove(id);
+        });
+    }
 }
 
 /// A failed `accept`: a connection that went away before it was accepted is
@@ -181,47 +255,56 @@ fn refusal_response(max: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Answers a connection past the cap with the 503 and closes it.
-fn refuse(stream: TcpStream, refusal: &Arc<[u8]>, lingering: &Arc<Semaphore>) {
-    let Ok(permit) = Arc::clone(lingering).try_acquire_owned() else {
-        // Too many already: what the socket takes now is all this one gets.
-        let _ = stream.try_write(refusal);
-        return;
-    };
-    let refusal = Arc::clone(refusal);
-    tokio::spawn(async move {
-        let mut stream = stream;
-        let _ = tokio::time::timeout(LINGER, async {
-            stream.write_all(&refusal).await?;
-            stream.shutdown().await?;
-            // Read what the client sent until it closes too, so that closing does not
-            // turn unread bytes into a reset that could destroy the answer.
-            let mut sink = [0u8; 4096];
-            let mut read = 0;
-            while read < LINGER_BYTES {
-                match stream.read(&mut sink).await? {
-                    0 => break,
-                    n => read += n,
-                }
-            }
-            io::Result::Ok(())
-        })
-        .await;
-        drop(permit);
-    });
+/// Answers a connection past the cap with what the socket takes of the 503 at
+/// once, and closes it: too many refused connections are lingering already.
+fn refuse_now(stream: &TcpStream, refusal: &[u8]) {
+    let _ = stream.try_write(refusal);
 }
 
-/// Serves one connection until it ends, times out, or (after `stop`) has finished
-/// its request in flight.
-async fn connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Answers a connection past the cap with the 503 and closes it, holding `permit`
+/// (a lingering place) until done.
+async fn refuse(mut stream: TcpStream, refusal: Arc<[u8]>, permit: OwnedSemaphorePermit) {
+    let _ = tokio::time::timeout(LINGER, async {
+        stream.write_all(&refusal).await?;
+        stream.shutdown().await?;
+        // Read what the client sent until it closes too, so that closing does not
+        // turn unread bytes into a reset that could destroy the answer.
+        let mut sink = [0u8; 4096];
+        let mut read = 0;
+        while read < LINGER_BYTES {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        io::Result::Ok(())
+    })
+    .await;
+    drop(permit);
+}
+
+/// What serves one connection: the router and its limits, the server's stop, the
+/// connection's request cycle, and the bell that evicts it.
+struct Serving {
     router: Router,
     builder: http1::Builder,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
-) {
-    let cycle = Arc::new(Cycle::new());
+    stop: watch::Receiver<bool>,
+    cycle: Arc<Cycle>,
+    evicted: Arc<Notify>,
+}
+
+/// Serves one connection until it ends, times out, is evicted (its slot given to
+/// another, see `stalls`), or (after `stop`) has finished its request in flight.
+async fn connection(stream: TcpStream, peer: SocketAddr, serving: Serving) {
+    let Serving {
+        router,
+        builder,
+        limits,
+        mut stop,
+        cycle,
+        evicted,
+    } = serving;
     let io = TokioIo::new(Watched {
         stream,
         cycle: Arc::clone(&cycle),
@@ -235,6 +318,7 @@ async fn connection(
     let mut stopped = pin!(async move {
         let _ = stop.wait_for(|stop| *stop).await;
     });
+    let mut evicted = pin!(evicted.notified());
     let mut shutting_down = false;
     // The timer is armed at most as late as the current phase's deadline, and is
     // moved only when a phase brings a deadline earlier than the one armed: a
@@ -246,6 +330,10 @@ async fn connection(
         if conn.as_mut().poll(cx).is_ready() {
             // Ended (a failure of the connection, such as a client that went away
             // mid-request, is nobody's to hear).
+            return Poll::Ready(());
+        }
+        if evicted.as_mut().poll(cx).is_ready() {
+            // Its slot went to a new connection: dropping this one closes it.
             return Poll::Ready(());
         }
         if !shutting_down && stopped.as_mut().poll(cx).is_ready() {
@@ -278,10 +366,11 @@ async fn connection(
 /// Where a connection is in its request cycle, and since when: the phase in the
 /// top two bits, milliseconds since the connection's acceptance in the rest.
 ///
-/// Every access is from the task serving the connection (the socket, the service
-/// future and the watchdog are all polled there); the atomic only makes the state
-/// shareable between them.
-struct Cycle {
+/// The socket, the service future and the watchdog are all polled by the task
+/// serving the connection; the registry of held connections (`stalls`) reads the
+/// phase from elsewhere, and a body may outlive its answer in another task: the
+/// atomic makes the state shareable between them.
+pub(super) struct Cycle {
     accepted: Instant,
     word: AtomicU64,
 }
@@ -292,6 +381,8 @@ const HEAD: u64 = 0;
 const BUSY: u64 = 1;
 /// Between an answer and the next request's first byte.
 const IDLE: u64 = 2;
+/// A request whose handler is reading its body, which has not all arrived.
+const BODY: u64 = 3;
 const PHASE_SHIFT: u32 = 62;
 const SINCE_MASK: u64 = (1 << PHASE_SHIFT) - 1;
 
@@ -306,6 +397,24 @@ impl Cycle {
 
     fn phase(&self) -> u64 {
         self.word.load(Ordering::Relaxed) >> PHASE_SHIFT
+    }
+
+    /// Since when the connection has been waiting for its client to finish sending
+    /// a request's head, or a body being read; `None` in any other phase.
+    pub(super) fn unfinished_since(&self) -> Option<Instant> {
+        let word = self.word.load(Ordering::Relaxed);
+        let since = self.accepted + Duration::from_millis(word & SINCE_MASK);
+        matches!(word >> PHASE_SHIFT, HEAD | BODY).then_some(since)
+    }
+
+    /// Moves from `from` to `to` (now), if the connection is in `from`.
+    fn shift(&self, from: u64, to: u64) {
+        let since = self.accepted.elapsed().as_millis() as u64 & SINCE_MASK;
+        let _ = self
+            .word
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |word| {
+                (word >> PHASE_SHIFT == from).then_some(to << PHASE_SHIFT | since)
+            });
     }
 
     fn enter(&self, phase: u64) {
@@ -325,6 +434,7 @@ impl Cycle {
         match word >> PHASE_SHIFT {
             HEAD => Some(since + limits.header_timeout),
             IDLE => Some(since + limits.idle_timeout),
+            BODY => Some(since + limits.body_timeout),
             _ => None,
         }
     }
@@ -399,8 +509,16 @@ impl hyper::service::Service<hyper::Request<Incoming>> for Tracked {
     fn call(&self, mut request: hyper::Request<Incoming>) -> Answer {
         self.cycle.enter_busy();
         request.extensions_mut().insert(ConnectInfo(self.peer));
+        let cycle = Some(Arc::clone(&self.cycle));
+        let request = request.map(|inner| {
+            Body::new(Inbound {
+                inner,
+                cycle,
+                started: false,
+            })
+        });
         Answer {
-            inner: Box::pin(self.inner.call(request.map(Body::new))),
+            inner: Box::pin(self.inner.call(request)),
             cycle: Arc::clone(&self.cycle),
         }
     }
@@ -433,6 +551,63 @@ impl Future for Answer {
         Poll::Ready(Ok(
             answer.map(|inner| Body::new(StreamBody { inner, cycle }))
         ))
+    }
+}
+
+/// A request's body: the body timeout runs from its first read until its end (or
+/// until the handler drops it).
+struct Inbound {
+    inner: Incoming,
+    /// Taken at the end of the body.
+    cycle: Option<Arc<Cycle>>,
+    started: bool,
+}
+
+impl Inbound {
+    fn ended(&mut self) {
+        if let Some(cycle) = self.cycle.take() {
+            // Only a body still being read gives way to serving: once its answer
+            // is out, the connection is idle whatever becomes of the body.
+            cycle.shift(BODY, BUSY);
+        }
+    }
+}
+
+impl HttpBody for Inbound {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        if !self.started {
+            self.started = true;
+            if let Some(cycle) = &self.cycle {
+                if !self.inner.is_end_stream() {
+                    cycle.shift(BUSY, BODY);
+                }
+            }
+        }
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) || self.inner.is_end_stream() {
+            self.ended();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Inbound {
+    fn drop(&mut self) {
+        self.ended();
     }
 }
 
@@ -487,6 +662,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         header_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(60),
+        body_timeout: Duration::from_secs(5),
         max_connections: 8,
     };
 
@@ -507,6 +683,25 @@ mod tests {
         cycle.enter(HEAD);
         assert_eq!(cycle.phase(), HEAD);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.header_timeout);
+        assert!(
+            cycle.unfinished_since().is_some(),
+            "a head not all there is a stall"
+        );
+        cycle.enter_busy();
+        assert!(cycle.unfinished_since().is_none());
+        cycle.shift(BUSY, BODY);
+        assert_eq!(cycle.phase(), BODY);
+        assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.body_timeout);
+        assert!(cycle.unfinished_since().is_some());
+        cycle.shift(BODY, BUSY);
+        assert_eq!(cycle.deadline(&LIMITS), None, "the body is in");
+        cycle.enter(IDLE);
+        cycle.shift(BODY, BUSY);
+        assert_eq!(
+            cycle.phase(),
+            IDLE,
+            "a body ending after its answer changes nothing"
+        );
     }
 
     #[test]

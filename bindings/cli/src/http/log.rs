@@ -7,9 +7,10 @@
 //! ([`reason_in`]). For an event stream the duration is the time to its first byte.
 //! When the level filter (`RUST_LOG`) leaves the event out, nothing is looked up.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -26,17 +27,33 @@ pub(crate) struct Outcome {
     pub(crate) reason: Option<String>,
 }
 
+/// Who made a request, once admission has let it in: left empty for a request
+/// refused at admission, and when the log is off.
+#[derive(Clone, Default)]
+pub(crate) struct Caller(Arc<OnceLock<String>>);
+
+/// Names the caller of an admitted `request` for the log, when the log wants it.
+pub(crate) fn admitted(app: &App, request: &Request) {
+    let Some(caller) = request.extensions().get::<Caller>() else {
+        return;
+    };
+    if let Some(identity) = identity(app, request.headers()) {
+        let _ = caller.0.set(identity);
+    }
+}
+
 /// The longest path written to the log, in characters; a longer one is cut.
 const PATH_MAX: usize = 200;
 
-pub(crate) async fn log_request(State(app): State<App>, request: Request, next: Next) -> Response {
+pub(crate) async fn log_request(mut request: Request, next: Next) -> Response {
     if !tracing::enabled!(target: "parley::request", tracing::Level::INFO) {
         return next.run(request).await;
     }
     let started = Instant::now();
     let method = request.method().to_string();
     let path: String = request.uri().path().chars().take(PATH_MAX).collect();
-    let identity = identity(&app, request.headers());
+    let caller = Caller::default();
+    request.extensions_mut().insert(caller.clone());
     let mut response = next.run(request).await;
     let outcome = response
         .extensions_mut()
@@ -44,7 +61,7 @@ pub(crate) async fn log_request(State(app): State<App>, request: Request, next: 
         .unwrap_or_default();
     let status = response.status().as_u16();
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let identity = identity.as_deref().unwrap_or("-");
+    let identity = caller.0.get().map_or("-", String::as_str);
     let tool = outcome.tool.as_deref().unwrap_or("-");
     let reason = outcome.reason.as_deref().unwrap_or("-");
     if status >= 500 {

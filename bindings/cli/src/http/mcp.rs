@@ -137,10 +137,11 @@ async fn run(
     match waiting_call(&app.waits, &mut request) {
         None => blocking(move || forum.mcp_value(token.as_deref(), request, size)).await,
         Some(wait) => {
+            let holder = token.clone();
             let run = move || forum.mcp_value(token.as_deref(), request.clone(), size);
-            match waits::wait(app, wait, run, tool_settled).await {
+            match waits::wait(app, holder.as_deref(), wait, run, tool_settled).await {
                 Ok(Waited::Done(reply)) => Ok(reply),
-                Ok(Waited::Full(first)) => Ok(first.map(|r| too_many_waits(r, &app.waits))),
+                Ok(Waited::Full(first, refusal)) => Ok(first.map(|r| too_many_waits(r, refusal))),
                 Err(resp) => Err(resp),
             }
         }
@@ -181,12 +182,11 @@ fn tool_settled(reply: &Option<McpReply>) -> bool {
 
 /// The reply past the cap on waits: the first run's reply (its id and the era's
 /// result fields) turned into a tool error carrying the refusal.
-fn too_many_waits(first: McpReply, waits: &Waits) -> McpReply {
+fn too_many_waits(first: McpReply, refusal: Value) -> McpReply {
     // The one answer read back, on a path taken only at the cap.
     let Ok(mut reply) = serde_json::from_str::<Value>(&first.text) else {
         return first;
     };
-    let refusal = waits.refusal();
     let text = format!(
         "{}: {}",
         waits::TOO_MANY_WAITS,

@@ -9,8 +9,12 @@
 //! so no acknowledged write is lost.
 //!
 //! Before a request reaches a route: the connection counts against a cap and is held
-//! to a header and an idle timeout (`connections`); its `Host` must be allowed
-//! (`host`), and so must its `Origin` when it has one (`origin`).
+//! to a header, a body and an idle timeout (`connections`, `stalls`); its `Host`
+//! must be allowed (`host`), and so must its `Origin` when it has one (`origin`).
+//! Only then is anything looked up for it: the request log names its caller after
+//! admission, never before. A request refused before its body is read (admission, a
+//! post's token) is answered at once and its connection closed, so a body that
+//! never comes holds nothing.
 //!
 //! A read with `wait_ms` (REST and MCP) and an event stream (`sse`) wait for
 //! commits without holding a thread (`waits`); they count against their own cap.
@@ -31,6 +35,7 @@ pub(crate) mod posts;
 mod readers;
 mod rest;
 pub(crate) mod sse;
+mod stalls;
 mod waits;
 
 use std::sync::Arc;
@@ -53,6 +58,7 @@ pub(crate) use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
 pub(crate) use rest::too_many_waits;
+pub(crate) use waits::default_share;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -83,6 +89,8 @@ pub(crate) struct Options {
     pub(crate) limits: Limits,
     /// Waiting requests and event streams held at once.
     pub(crate) max_waits: usize,
+    /// Of those, the most one token holds.
+    pub(crate) max_waits_per_token: usize,
     /// The heartbeat interval of event streams.
     pub(crate) heartbeat: Duration,
     /// A web session ends after this long without a request…
@@ -141,7 +149,11 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
             hosts: Arc::new(hosts),
             posts: Arc::clone(&posts),
             readers: Arc::clone(&readers),
-            waits: Arc::new(waits::Waits::new(&forum, options.max_waits)),
+            waits: Arc::new(waits::Waits::new(
+                &forum,
+                options.max_waits,
+                options.max_waits_per_token,
+            )),
             heartbeat: options.heartbeat,
             idle_timeout: options.limits.idle_timeout,
             stopping: stop_rx.clone(),
@@ -221,24 +233,23 @@ pub(crate) fn router(app: App) -> Router {
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         // Outermost, so that a request refused by `admit` is logged too.
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            log::log_request,
-        ))
+        .layer(axum::middleware::from_fn(log::log_request))
         .with_state(app)
 }
 
 /// What every request passes before its route (DNS-rebinding protection): its
-/// `Host` must be allowed, then its `Origin` when it has one.
+/// `Host` must be allowed, then its `Origin` when it has one. Nothing is looked up
+/// for a request before it passes, its caller for the log included.
 async fn admit(State(app): State<App>, request: Request, next: Next) -> Response {
     if let Some(message) = host::refusal(&app.hosts, &request) {
         let status = StatusCode::MISDIRECTED_REQUEST;
-        return refuse_early(&app, request, status, "host_not_allowed", &message).await;
+        return refuse_early(&app, request, status, "host_not_allowed", &message);
     }
     if let Some(message) = origin::refusal(&app.origins, &request) {
         let status = StatusCode::FORBIDDEN;
-        return refuse_early(&app, request, status, "origin_not_allowed", &message).await;
+        return refuse_early(&app, request, status, "origin_not_allowed", &message);
     }
+    log::admitted(&app, &request);
     next.run(request).await
 }
 
@@ -327,10 +338,9 @@ pub(crate) async fn read_body(
 
 /// The answer to a request refused before dispatch (a `Host` or `Origin` that is
 /// not allowed): on `/mcp` a JSON-RPC error whose `data` is the refusal, elsewhere
-/// `{"error": {…}}`. The body is read and discarded first (up to
-/// `request_max_bytes`), so that the client has finished sending and reads the
-/// answer instead of a connection reset by unread bytes.
-async fn refuse_early(
+/// `{"error": {…}}`. It is sent at once, without waiting for the body
+/// ([`unread`]).
+fn refuse_early(
     app: &App,
     request: Request,
     status: StatusCode,
@@ -338,8 +348,7 @@ async fn refuse_early(
     message: &str,
 ) -> Response {
     let mcp = request.uri().path() == "/mcp";
-    drain(request, app.forum.config().limits.request_max_bytes).await;
-    if mcp {
+    let resp = if mcp {
         let refusal = json!({ "reason": reason, "status": status.as_u16(), "message": message });
         json_response(
             status,
@@ -352,16 +361,37 @@ async fn refuse_early(
         )
     } else {
         error_response(status, reason, message)
-    }
+    };
+    unread(app, resp, request.into_body())
 }
 
-/// Reads a request's body to its end and drops it, unless it is (or declares to
-/// be) longer than `max` bytes.
-async fn drain(request: Request, max: usize) {
-    if declared_length(request.headers()).is_some_and(|n| n > max as u64) {
-        return;
-    }
-    let mut body = request.into_body();
+/// How long a refused request's body is still read, in the background, after its
+/// answer was sent.
+const DRAIN_FOR: Duration = Duration::from_secs(1);
+
+/// `resp` to a request whose body will not be read: sent at once with
+/// `Connection: close`. The body is read and dropped in the background for a
+/// moment (up to `request_max_bytes`), so that a client still sending reads the
+/// answer instead of a connection reset by unread bytes; a client that sends
+/// nothing holds the connection no longer than that.
+pub(crate) fn unread(app: &App, resp: Response, body: Body) -> Response {
+    let max = app.forum.config().limits.request_max_bytes;
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(DRAIN_FOR, drain(body, max)).await;
+    });
+    closing(resp)
+}
+
+/// `resp` with `Connection: close`: the request's body is left unread, so the
+/// connection cannot carry another request.
+pub(crate) fn closing(mut resp: Response) -> Response {
+    resp.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
+}
+
+/// Reads a body to its end and drops it, unless it is longer than `max` bytes.
+async fn drain(mut body: Body, max: usize) {
     let mut seen = 0usize;
     while let Some(Ok(frame)) = body.frame().await {
         seen += frame.data_ref().map_or(0, Bytes::len);
@@ -533,6 +563,7 @@ pub(crate) mod testing {
             let limits = connections::Limits {
                 header_timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(60),
+                body_timeout: Duration::from_secs(10),
                 max_connections: 64,
             };
             let app = App {
@@ -541,7 +572,7 @@ pub(crate) mod testing {
                 hosts: Arc::new(Hosts::new(&[]).unwrap()),
                 posts: Arc::clone(&posts),
                 readers: Arc::new(Readers::start().unwrap()),
-                waits: Arc::new(Waits::new(&forum, 16)),
+                waits: Arc::new(Waits::new(&forum, 16, 16)),
                 heartbeat,
                 idle_timeout: limits.idle_timeout,
                 stopping: stopping.clone(),

@@ -2,6 +2,9 @@
 //! carries the id; the engine does every check, this module maps its answer to a
 //! status code: 200 for a read, 201 for a post, the reason's status for a refusal.
 
+use std::pin::pin;
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
@@ -13,13 +16,17 @@ use serde_json::{Map, Value};
 
 use super::waits::{self, Plan, Waited};
 use super::{
-    bearer, blocking, engine_failed, error_response, json_response, read_body, refusal_response,
-    App, BodyError,
+    bearer, blocking, closing, engine_failed, error_response, json_response, read_body,
+    refusal_response, unread, App, BodyError,
 };
 
 /// Arguments that are numbers; every other query parameter stays a string (cursors
 /// are opaque and may look like numbers, and ids accept the decimal string form).
 pub(crate) const NUMERIC: [&str; 2] = ["limit", "wait_ms"];
+
+/// How long a post to a shared forum waits for its body before its token is
+/// judged on its own (see `post_message`).
+const JUDGE_AFTER: Duration = Duration::from_millis(50);
 
 /// The header that carries a post's `idempotency_key` (SPEC §14.3).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -134,10 +141,37 @@ pub(crate) async fn post_message(
 ) -> Response {
     let token = match bearer(&headers) {
         Ok(token) => token,
-        Err(refusal) => return refusal_response(&refusal),
+        Err(refusal) => return unread(&app, refusal_response(&refusal), body),
     };
+    // The token is judged before the body is read (it would be first anyway, SPEC
+    // §12.1): a stranger's request is answered at once and holds nothing while its
+    // body does not come. A shared forum's check is a round trip to the database,
+    // so there it waits for a body that is not in after a moment: nearly every
+    // post's is, and the engine judges its token with the post.
     let max = app.forum.config().limits.request_max_bytes;
-    let bytes = match read_body(&headers, body, max).await {
+    let mut judged = false;
+    let read = if app.forum.is_shared() {
+        let mut read = pin!(read_body(&headers, body, max));
+        match tokio::time::timeout(JUDGE_AFTER, &mut read).await {
+            Ok(read) => read,
+            Err(_) => match judge_token(&app, token.as_deref()).await {
+                Ok(None) => {
+                    judged = true;
+                    read.await
+                }
+                Ok(Some(refused)) => return closing(refused),
+                Err(resp) => return resp,
+            },
+        }
+    } else {
+        match judge_token(&app, token.as_deref()).await {
+            Ok(None) => judged = true,
+            Ok(Some(refused)) => return unread(&app, refused, body),
+            Err(resp) => return resp,
+        }
+        read_body(&headers, body, max).await
+    };
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge(refusal)) => return refusal_response(&refusal),
         Err(BodyError::Broken(why)) => {
@@ -173,13 +207,14 @@ pub(crate) async fn post_message(
     };
     if let Err(refusal) = idempotency_header(&headers, &mut envelope) {
         // The token is judged first (SPEC §12.1): a bad token wins over the header.
-        let forum = app.forum.clone();
-        let token_check = blocking(move || forum.call(token.as_deref(), "whoami", &Value::Null));
-        return match token_check.await {
-            Ok(Err(Error::Refused(first))) => refusal_response(&first),
-            Ok(_) => refusal_response(&refusal),
-            Err(resp) => resp,
-        };
+        if !judged {
+            match judge_token(&app, token.as_deref()).await {
+                Ok(None) => {}
+                Ok(Some(refused)) => return refused,
+                Err(resp) => return resp,
+            }
+        }
+        return refusal_response(&refusal);
     }
     // Posts go to the engine thread in bunches (see `posts`), not one by one
     // through the blocking pool.
@@ -187,6 +222,26 @@ pub(crate) async fn post_message(
         Some(outcome) => respond("post", outcome, StatusCode::CREATED),
         None => engine_failed(),
     }
+}
+
+/// The refusal of a request's token, as the engine judges it (`token_missing`,
+/// `token_invalid`); `None` for a token that is good. A file forum's callers are
+/// cached, so the check runs here; a shared forum's is a round trip to the
+/// database, on the blocking pool.
+async fn judge_token(app: &App, token: Option<&str>) -> Result<Option<Response>, Response> {
+    let forum = app.forum.clone();
+    let token = token.map(str::to_string);
+    let check = move || forum.call(token.as_deref(), "whoami", &Value::Null);
+    let outcome = if app.forum.is_shared() {
+        blocking(check).await?
+    } else {
+        check()
+    };
+    Ok(match outcome {
+        Ok(_) => None,
+        Err(Error::Refused(refusal)) => Some(refusal_response(&refusal)),
+        Err(other) => Some(respond("post", Err(other), StatusCode::CREATED)),
+    })
 }
 
 /// Carries the `Idempotency-Key` header into the envelope's `idempotency_key`;
@@ -254,22 +309,23 @@ async fn read(
             args.remove("wait_ms");
             let args = Value::Object(args);
             let forum = app.forum.clone();
+            let holder = token.clone();
             let run = move || forum.call(token.as_deref(), op, &args);
             let settled = |r: &Result<Value, Error>| r.as_ref().map_or(true, waits::has_items);
-            match waits::wait(&app, wait, run, settled).await {
+            match waits::wait(&app, holder.as_deref(), wait, run, settled).await {
                 Ok(Waited::Done(outcome)) => respond(op, outcome, StatusCode::OK),
-                Ok(Waited::Full(_)) => too_many_waits(&app),
+                Ok(Waited::Full(_, refusal)) => too_many_waits(refusal),
                 Err(resp) => resp,
             }
         }
     }
 }
 
-/// 503 past the cap on waits, with `Retry-After`.
-pub(crate) fn too_many_waits(app: &App) -> Response {
+/// 503 past the cap on waits (or the token's share of it), with `Retry-After`.
+pub(crate) fn too_many_waits(refusal: Value) -> Response {
     let mut resp = json_response(
         StatusCode::SERVICE_UNAVAILABLE,
-        &serde_json::json!({ "error": app.waits.refusal() }),
+        &serde_json::json!({ "error": refusal }),
     );
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(waits::RETRY_AFTER_S));

@@ -199,8 +199,9 @@ async fn open(app: App, headers: HeaderMap, query: RawQuery, op: &'static str) -
         .with_field(arg.as_str());
         return refusal_response(&refusal);
     }
-    let Some((outlet, resp)) = Outlet::open(&app, sub) else {
-        return too_many_waits(&app);
+    let (outlet, resp) = match Outlet::open(&app, read.token.as_deref(), sub) {
+        Ok(opened) => opened,
+        Err(refusal) => return too_many_waits(refusal),
     };
     tokio::spawn(Stream { read, outlet }.run(first));
     resp
@@ -291,11 +292,16 @@ pub(crate) struct Outlet {
 }
 
 impl Outlet {
-    /// Takes a place for a stream that waits on `sub` (taken before the stream's
-    /// first read, so that a commit after that read is seen), and the response whose
-    /// body carries what the outlet sends; `None` past the cap on waits.
-    pub(crate) fn open(app: &App, sub: Subscription) -> Option<(Outlet, Response)> {
-        let place = app.waits.enter()?;
+    /// Takes a place for a stream of the holder of `token` that waits on `sub`
+    /// (taken before the stream's first read, so that a commit after that read is
+    /// seen), and the response whose body carries what the outlet sends; the
+    /// refusal past the cap on waits or the token's share of it.
+    pub(crate) fn open(
+        app: &App,
+        token: Option<&str>,
+        sub: Subscription,
+    ) -> Result<(Outlet, Response), Value> {
+        let place = app.waits.enter(token)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let outlet = Outlet {
             app: app.clone(),
@@ -313,7 +319,7 @@ impl Outlet {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
         resp.extensions_mut().insert(Streaming);
-        Some((outlet, resp))
+        Ok((outlet, resp))
     }
 
     /// The commits the outlet's subscription has seen.

@@ -16,14 +16,19 @@
 //! anything else goes to the engine as it came, which answers at once (the plain
 //! read, or its refusal in the engine's order of checks).
 //!
-//! Waiting requests and event streams count against one cap (`--max-waits`);
-//! past it a request that would wait is refused with `too_many_waits`. Every
+//! Waiting requests and event streams count against one cap (`--max-waits`),
+//! and those of one token (its bearer token, or the token behind a web session)
+//! against its share of it (`--max-waits-per-token`), so that one agent, careless
+//! or hostile, cannot take every place and stop the others from waiting for their
+//! turn. Past either, a request that would wait is refused with `too_many_waits`,
+//! the token past its share alone. Every
 //! commit wakes every waiter, so with many waiters their runs are spaced: a waiter
 //! runs again no sooner than [`SPACING`] times the number of waiters after its
 //! previous run, which bounds the server's re-runs per second whatever the commit
 //! rate (the first run after a quiet spell is never delayed).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::response::Response;
@@ -51,6 +56,11 @@ pub(crate) const TOO_MANY_WAITS: &str = "too_many_waits";
 pub(crate) struct Waits {
     slots: Arc<Semaphore>,
     max: usize,
+    /// The most places one token holds at once.
+    share: usize,
+    /// Places held, by token (`None`: requests without one); a token holding none
+    /// has no entry.
+    held_by: Arc<Mutex<HashMap<Option<String>, usize>>>,
     /// The reads that take `wait_ms`, from the manifest (empty when the listen
     /// profile is off: `wait_ms` is then an unknown argument, the engine's to refuse).
     reads: Vec<String>,
@@ -61,6 +71,25 @@ pub(crate) struct Waits {
 /// A place held by a waiting request or a stream; given back when dropped.
 pub(crate) struct Place {
     _permit: OwnedSemaphorePermit,
+    token: Option<String>,
+    held_by: Arc<Mutex<HashMap<Option<String>, usize>>>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut held_by = self.held_by.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = held_by.get_mut(&self.token) {
+            *n -= 1;
+            if *n == 0 {
+                held_by.remove(&self.token);
+            }
+        }
+    }
+}
+
+/// The default share of one token: a quarter of the places, at least one.
+pub(crate) fn default_share(max: usize) -> usize {
+    (max / 4).max(1)
 }
 
 /// How a request's read is to run.
@@ -87,13 +116,14 @@ pub(crate) enum Woke {
 pub(crate) enum Waited<T> {
     /// The answer to send.
     Done(T),
-    /// The first run found nothing and the cap is reached: refuse, with that run's
-    /// answer at hand (MCP shapes its refusal from it).
-    Full(T),
+    /// The first run found nothing and the cap (or the token's share) is reached:
+    /// refuse with the refusal given, with that run's answer at hand (MCP shapes its
+    /// refusal from it).
+    Full(T, Value),
 }
 
 impl Waits {
-    pub(crate) fn new(forum: &Forum, max: usize) -> Waits {
+    pub(crate) fn new(forum: &Forum, max: usize, share: usize) -> Waits {
         let manifest = forum
             .call(None, "get_manifest", &Value::Null)
             .unwrap_or(Value::Null);
@@ -109,6 +139,8 @@ impl Waits {
         Waits {
             slots: Arc::new(Semaphore::new(max)),
             max,
+            share: share.clamp(1, max.max(1)),
+            held_by: Arc::default(),
             reads,
             wait_max_ms: forum.config().limits.wait_max_ms as u64,
         }
@@ -131,12 +163,33 @@ impl Waits {
         }
     }
 
-    /// A place for a waiting request or a stream, if one is free.
-    pub(crate) fn enter(&self) -> Option<Place> {
-        Arc::clone(&self.slots)
-            .try_acquire_owned()
-            .ok()
-            .map(|permit| Place { _permit: permit })
+    /// A place for a waiting request or a stream of the holder of `token`, if one
+    /// is free and the token holds less than its share; else the refusal, as
+    /// `{reason, status, message, retry_after_ms}`.
+    pub(crate) fn enter(&self, token: Option<&str>) -> Result<Place, Value> {
+        let token = token.map(str::to_string);
+        let mut held_by = self.held_by.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = held_by.get(&token).copied().unwrap_or(0);
+        if mine >= self.share {
+            return Err(self.refusal(format!(
+                "this token is holding its share of {} waiting requests and streams \
+                 (--max-waits-per-token); end one, or read without wait_ms",
+                self.share
+            )));
+        }
+        let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
+            return Err(self.refusal(format!(
+                "the server is holding its maximum of {} waiting requests and streams (--max-waits); \
+                 retry shortly, or read without wait_ms",
+                self.max
+            )));
+        };
+        *held_by.entry(token.clone()).or_insert(0) += 1;
+        Ok(Place {
+            _permit: permit,
+            token,
+            held_by: Arc::clone(&self.held_by),
+        })
     }
 
     /// Places held now.
@@ -144,16 +197,12 @@ impl Waits {
         self.max - self.slots.available_permits()
     }
 
-    /// The refusal past the cap, as `{reason, status, message, retry_after_ms}`.
-    pub(crate) fn refusal(&self) -> Value {
+    /// A refusal for a place, as `{reason, status, message, retry_after_ms}`.
+    fn refusal(&self, message: String) -> Value {
         json!({
             "reason": TOO_MANY_WAITS,
             "status": 503,
-            "message": format!(
-                "the server is holding its maximum of {} waiting requests and streams (--max-waits); \
-                 retry shortly, or read without wait_ms",
-                self.max
-            ),
+            "message": message,
             "retry_after_ms": RETRY_AFTER_S * 1000,
         })
     }
@@ -205,6 +254,7 @@ impl Waits {
 /// run that failed on the blocking pool.
 pub(crate) async fn wait<T, R, S>(
     app: &App,
+    token: Option<&str>,
     wait: Duration,
     run: R,
     settled: S,
@@ -233,8 +283,9 @@ where
     if settled(&first) {
         return Ok(Waited::Done(first));
     }
-    let Some(_place) = waits.enter() else {
-        return Ok(Waited::Full(first));
+    let _place = match waits.enter(token) {
+        Ok(place) => place,
+        Err(refusal) => return Ok(Waited::Full(first, refusal)),
     };
     let mut last_run = Instant::now();
     loop {

@@ -186,8 +186,9 @@ async fn live(State(app): State<App>, parts: Parts) -> Response {
             return plain(status, reason, message);
         }
     };
-    let Some((outlet, resp)) = Outlet::open(&app, sub) else {
-        return crate::http::too_many_waits(&app);
+    let (outlet, resp) = match Outlet::open(&app, Some(&token), sub) {
+        Ok(opened) => opened,
+        Err(refusal) => return crate::http::too_many_waits(refusal),
     };
     let stream = Stream {
         app,

@@ -8,7 +8,7 @@
 //! once. A session also ends after `idle` without a request, and `max` after it was
 //! opened, whichever comes first; a server restart ends them all.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -27,13 +27,53 @@ use crate::http::{blocking, App};
 /// bound, the one idle longest is dropped: a flood of sign-ins cannot grow the store
 /// without bound.
 const MAX_SESSIONS: usize = 10_000;
-/// Failed sign-ins a peer may make within [`FAILURE_WINDOW`] before it is refused.
-const MAX_FAILURES: usize = 10;
+/// A failed sign-in is answered after a delay that doubles with each failure of
+/// its peer, from [`FIRST_DELAY`] up to [`MAX_DELAY`]; a valid token is never
+/// delayed or refused, so strangers sharing the person's address (behind a
+/// reverse proxy, everyone does) slow only one another.
+const FIRST_DELAY: Duration = Duration::from_millis(100);
+const MAX_DELAY: Duration = Duration::from_secs(2);
+/// A peer's count of failures starts over after this long without one.
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
-/// Peers whose failures are remembered at once; past it, sign-in is refused for
-/// peers not yet known until old failures age out (refusing errs on the safe side
-/// of brute force).
+/// Failed sign-ins of one peer being delayed at once; more are answered 429 at
+/// once, so that guessing in parallel gains nothing and holds no connections.
+const MAX_DELAYED: u32 = 4;
+/// Peers whose failures are remembered at once; past it, the failures of peers
+/// not yet known are answered 429 until old ones age out.
 const MAX_FAILING_PEERS: usize = 10_000;
+
+/// A peer's recent failed sign-ins.
+struct Failing {
+    count: u32,
+    last: Instant,
+    /// Its failures being delayed now.
+    delayed: u32,
+}
+
+/// The delay of a peer's `count`-th failure in a row.
+fn delay_of(count: u32) -> Duration {
+    FIRST_DELAY
+        .saturating_mul(1 << count.saturating_sub(1).min(16))
+        .min(MAX_DELAY)
+}
+
+/// A failed sign-in being delayed; its peer's place is given back when dropped
+/// (the delay over, or the client gone).
+pub(crate) struct Delayed<'s> {
+    sessions: &'s Sessions,
+    peer: IpAddr,
+    /// How long to wait before answering.
+    pub(crate) delay: Duration,
+}
+
+impl Drop for Delayed<'_> {
+    fn drop(&mut self) {
+        let mut failures = lock(&self.sessions.failures);
+        if let Some(failing) = failures.get_mut(&self.peer) {
+            failing.delayed = failing.delayed.saturating_sub(1);
+        }
+    }
+}
 
 /// The random part of a session id or a CSRF token: 256 bits.
 const SECRET_BYTES: usize = 32;
@@ -56,7 +96,7 @@ pub(crate) struct Sessions {
     /// `--web-secure-cookie`: the server is reached through TLS.
     secure: bool,
     live: Mutex<HashMap<String, Session>>,
-    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    failures: Mutex<HashMap<IpAddr, Failing>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,42 +199,43 @@ impl Sessions {
         lock(&self.live).len()
     }
 
-    /// How long `peer` must wait before it may try to sign in again, when it has
-    /// failed too often lately.
-    pub(crate) fn sign_in_barred(&self, peer: Option<IpAddr>) -> Option<Duration> {
-        let peer = peer?;
+    /// Counts a failed sign-in of `peer`: the delay before it is answered, or
+    /// `Err` with a `Retry-After` when the peer has too many failures being
+    /// delayed already (or too many peers are failing). `Ok(None)` for a request
+    /// whose peer is unknown.
+    pub(crate) fn sign_in_failed(
+        &self,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<Delayed<'_>>, Duration> {
+        let Some(peer) = peer else { return Ok(None) };
         let now = Instant::now();
         let mut failures = lock(&self.failures);
         if failures.len() >= MAX_FAILING_PEERS && !failures.contains_key(&peer) {
-            failures.retain(|_, times| {
-                times.retain(|t| now.duration_since(*t) < FAILURE_WINDOW);
-                !times.is_empty()
-            });
+            failures.retain(|_, f| f.delayed > 0 || now.duration_since(f.last) < FAILURE_WINDOW);
             if failures.len() >= MAX_FAILING_PEERS {
-                return Some(FAILURE_WINDOW);
+                return Err(MAX_DELAY);
             }
         }
-        let times = failures.get_mut(&peer)?;
-        times.retain(|t| now.duration_since(*t) < FAILURE_WINDOW);
-        if times.len() < MAX_FAILURES {
-            return None;
+        let failing = failures.entry(peer).or_insert(Failing {
+            count: 0,
+            last: now,
+            delayed: 0,
+        });
+        if now.duration_since(failing.last) >= FAILURE_WINDOW {
+            failing.count = 0;
         }
-        let first = *times.front()?;
-        Some(FAILURE_WINDOW.saturating_sub(now.duration_since(first)))
-    }
-
-    /// Counts a failed sign-in of `peer`.
-    pub(crate) fn sign_in_failed(&self, peer: Option<IpAddr>) {
-        let Some(peer) = peer else { return };
-        let mut failures = lock(&self.failures);
-        if failures.len() >= MAX_FAILING_PEERS && !failures.contains_key(&peer) {
-            return;
+        failing.count = failing.count.saturating_add(1);
+        failing.last = now;
+        let delay = delay_of(failing.count);
+        if failing.delayed >= MAX_DELAYED {
+            return Err(delay);
         }
-        let times = failures.entry(peer).or_default();
-        times.push_back(Instant::now());
-        while times.len() > MAX_FAILURES {
-            times.pop_front();
-        }
+        failing.delayed += 1;
+        Ok(Some(Delayed {
+            sessions: self,
+            peer,
+            delay,
+        }))
     }
 
     /// Whether the browser reaches this server through TLS: the flag says so, or a
@@ -489,16 +530,36 @@ mod tests {
     }
 
     #[test]
-    fn failed_sign_ins_are_limited_per_peer() {
+    fn failed_sign_ins_are_delayed_more_each_time_and_few_at_once() {
+        assert_eq!(delay_of(1), FIRST_DELAY);
+        assert_eq!(delay_of(2), FIRST_DELAY * 2);
+        assert_eq!(delay_of(5), FIRST_DELAY * 16);
+        assert_eq!(delay_of(6), MAX_DELAY);
+        assert_eq!(delay_of(u32::MAX), MAX_DELAY);
         let s = Sessions::new(Duration::from_secs(60), Duration::from_secs(60), false);
         let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
-        for _ in 0..MAX_FAILURES {
-            assert!(s.sign_in_barred(Some(a)).is_none());
-            s.sign_in_failed(Some(a));
-        }
-        let wait = s.sign_in_barred(Some(a)).expect("barred");
-        assert!(wait <= FAILURE_WINDOW && wait > Duration::ZERO);
-        assert!(s.sign_in_barred(Some(b)).is_none(), "other peers are not");
+        let first = s.sign_in_failed(Some(a)).unwrap().unwrap();
+        assert_eq!(first.delay, FIRST_DELAY);
+        drop(first);
+        let held: Vec<_> = (0..MAX_DELAYED)
+            .map(|n| {
+                let d = s.sign_in_failed(Some(a)).unwrap().unwrap();
+                assert_eq!(d.delay, delay_of(n + 2));
+                d
+            })
+            .collect();
+        assert!(s.sign_in_failed(Some(a)).is_err(), "too many at once");
+        assert_eq!(
+            s.sign_in_failed(Some(b)).unwrap().unwrap().delay,
+            FIRST_DELAY,
+            "other peers are not slowed"
+        );
+        drop(held);
+        assert!(
+            s.sign_in_failed(Some(a)).unwrap().is_some(),
+            "places given back"
+        );
+        assert!(s.sign_in_failed(None).unwrap().is_none());
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Signing in with a token and signing out.
 //!
 //! Sign-in checks the token the only way the forum knows, the engine's `whoami`, so
-//! it tells nothing a REST call would not; failed attempts are counted per peer and
-//! refused (`rate_limited`) past a few a minute. The token is never echoed: a
+//! it tells nothing a REST call would not. A valid token always signs in, at once.
+//! A failed attempt is answered after a delay that grows with its address's recent
+//! failures (100 ms doubling to 2 s); past a few being delayed at once, more from
+//! that address are answered 429 (`rate_limited`) at once. Failures never bar a
+//! valid token: behind a reverse proxy every user shares one address, and a
+//! stranger's guesses must not lock the person out. The token is never echoed: a
 //! refused sign-in shows an empty field.
 
 use std::time::Duration;
@@ -50,23 +54,6 @@ pub(crate) async fn submit(State(app): State<App>, request: Request) -> Response
         return super::csrf_refused(None);
     }
     let ip = peer(&parts).map(|p| p.ip());
-    if let Some(wait) = app.web.sign_in_barred(ip) {
-        let secs = wait.as_secs().max(1);
-        let why = (
-            "rate_limited",
-            format!("too many failed sign-ins from this address; try again in {secs} s"),
-        );
-        let mut resp = form_page(
-            &app,
-            &parts,
-            StatusCode::TOO_MANY_REQUESTS,
-            &expected,
-            Some(why),
-        );
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        return resp;
-    }
     let token = form.get("token").unwrap_or_default().trim().to_string();
     let forum = app.forum.clone();
     let checked = token.clone();
@@ -77,8 +64,12 @@ pub(crate) async fn submit(State(app): State<App>, request: Request) -> Response
     match me {
         Ok(_) => {}
         Err(Error::Refused(refusal)) => {
-            if refusal.reason == Reason::TokenInvalid {
-                app.web.sign_in_failed(ip);
+            if matches!(refusal.reason, Reason::TokenInvalid | Reason::TokenMissing) {
+                match app.web.sign_in_failed(ip) {
+                    Ok(Some(delayed)) => tokio::time::sleep(delayed.delay).await,
+                    Ok(None) => {}
+                    Err(retry) => return too_many_failures(&app, &parts, &expected, retry),
+                }
             }
             let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::UNAUTHORIZED);
             let why = (refusal.reason.as_str(), refusal.message.clone());
@@ -104,6 +95,22 @@ pub(crate) async fn submit(State(app): State<App>, request: Request) -> Response
         app.web
             .cookie(SESSION_COOKIE, &id, app.web.max_age(), secure),
     );
+    resp
+}
+
+/// 429 to a failed sign-in from an address with too many failures being answered
+/// already.
+fn too_many_failures(app: &App, parts: &Parts, csrf: &str, retry: Duration) -> Response {
+    let secs = retry.as_secs_f64().ceil().max(1.0) as u64;
+    let why = (
+        "rate_limited",
+        format!(
+            "the token was not accepted, and too many sign-ins from this address are failing at once; try again in {secs} s"
+        ),
+    );
+    let mut resp = form_page(app, parts, StatusCode::TOO_MANY_REQUESTS, csrf, Some(why));
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     resp
 }
 

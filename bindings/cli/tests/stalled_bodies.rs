@@ -1,0 +1,236 @@
+//! Request bodies that never arrive: the body timeout closes them, a full cap of
+//! them gives way to a prompt client, and a request refused before its body is
+//! read (a bad token, a host not allowed) is answered at once.
+//!
+//! The server is the built binary on a loopback port; the clients are raw sockets.
+//! Bounds are "does not hang" limits, except the one second the prompt client is
+//! promised.
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+
+use std::time::{Duration, Instant};
+
+use common::{connect, parse, try_http, wait_for_close, Ending, Server, TempForum};
+use serde_json::json;
+
+/// Far longer than any close or answer these tests wait for takes.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// Sends the head of a `POST path` declaring a 1000-byte body, and one byte of it.
+fn stall(addr: SocketAddr, path: &str, host: &str, token: Option<&str>) -> TcpStream {
+    let mut stream = connect(addr);
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
+/// Reads until the server closes `stream`; the response it sent, if any.
+fn closed(stream: &mut TcpStream, bound: Duration) -> Option<common::Response> {
+    match wait_for_close(stream, bound) {
+        Ending::Open => panic!("the connection is still open after {bound:?}"),
+        Ending::Closed(data) if data.is_empty() => None,
+        Ending::Closed(data) => Some(parse(&data).expect("an HTTP response")),
+    }
+}
+
+#[test]
+fn a_full_cap_of_stalled_bodies_gives_way_to_a_prompt_client_and_times_out() {
+    let forum = TempForum::new();
+    let alice = forum.token("alice", &[]);
+    let timeout_ms = 3000;
+    let server = Server::start(
+        &forum.db,
+        None,
+        &[
+            "--max-connections",
+            "8",
+            "--body-timeout-ms",
+            &timeout_ms.to_string(),
+        ],
+    );
+    let addr = server.addr;
+    let host = addr.to_string();
+    // Eight connections, the whole cap: posts and MCP calls with a good token,
+    // each declaring 1000 bytes and sending one; half of them then trickle a byte
+    // every 100 ms.
+    let began = Instant::now();
+    let stalled: Vec<std::thread::JoinHandle<(Duration, Option<common::Response>)>> = (0..8)
+        .map(|i| {
+            let path = if i % 2 == 0 { "/v1/messages" } else { "/mcp" };
+            let mut stream = stall(addr, path, &host, Some(&alice));
+            if i >= 4 {
+                let mut trickle = stream.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    while began.elapsed() < BOUND && trickle.write_all(b" ").is_ok() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                });
+            }
+            std::thread::spawn(move || {
+                let resp = closed(&mut stream, BOUND);
+                (began.elapsed(), resp)
+            })
+        })
+        .collect();
+    // They have stalled for a moment.
+    std::thread::sleep(Duration::from_millis(400));
+
+    // A prompt client is served within a second, every time.
+    for _ in 0..3 {
+        let asked = Instant::now();
+        let resp = try_http(addr, "GET", "/v1/manifest", &[], None).expect("an answer");
+        let took = asked.elapsed();
+        assert_eq!(
+            resp.status,
+            200,
+            "{:?}",
+            String::from_utf8_lossy(&resp.body)
+        );
+        assert_eq!(resp.json()["parley"], "1");
+        assert!(took < Duration::from_secs(1), "served after {took:?}");
+    }
+
+    // Every stalled connection is closed without an answer: one gave way to the
+    // prompt client, the rest lasted until their body timeout ran out.
+    let mut by_timeout = 0;
+    for waiter in stalled {
+        let (at, resp) = waiter.join().unwrap();
+        assert!(resp.is_none(), "a stalled request was answered: {resp:?}");
+        if at >= Duration::from_millis(timeout_ms * 9 / 10) {
+            by_timeout += 1;
+        }
+        assert!(
+            at < Duration::from_millis(timeout_ms) + Duration::from_secs(10),
+            "closed only after {at:?}"
+        );
+    }
+    assert!(
+        by_timeout >= 5,
+        "only {by_timeout} lasted until the timeout"
+    );
+    // Nothing was posted, and the server is whole.
+    let threads = try_http(
+        addr,
+        "GET",
+        "/v1/threads",
+        &[("Authorization", &format!("Bearer {alice}"))],
+        None,
+    )
+    .unwrap();
+    assert_eq!(threads.status, 200);
+    assert_eq!(threads.json()["items"], json!([]));
+    let log = server.terminate();
+    assert!(log.iter().any(|l| l.contains("stopped")), "{log:?}");
+}
+
+#[test]
+fn a_stalled_body_is_closed_after_the_body_timeout_and_not_before() {
+    let forum = TempForum::new();
+    let alice = forum.token("alice", &[]);
+    let server = Server::start(&forum.db, None, &["--body-timeout-ms", "1500"]);
+    let host = server.addr.to_string();
+    for path in ["/v1/messages", "/mcp"] {
+        let began = Instant::now();
+        let mut stream = stall(server.addr, path, &host, Some(&alice));
+        assert!(closed(&mut stream, BOUND).is_none(), "{path}");
+        let took = began.elapsed();
+        assert!(
+            took >= Duration::from_millis(1300),
+            "{path}: cut after {took:?}"
+        );
+    }
+    // A body that arrives in time, slowly, is served.
+    let body = json!({"kind": "ask", "body": "Slow, but in time?"}).to_string();
+    let (first, rest) = body.as_bytes().split_at(10);
+    let mut stream = connect(server.addr);
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {alice}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(first).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let resp = common::request_on(&mut stream, rest).unwrap();
+    assert_eq!(
+        resp.status,
+        201,
+        "{:?}",
+        String::from_utf8_lossy(&resp.body)
+    );
+}
+
+#[test]
+fn a_request_refused_before_its_body_is_answered_at_once() {
+    let forum = TempForum::new();
+    let alice = forum.token("alice", &[]);
+    // A body timeout far past the bound: only an answer that does not wait for
+    // the body comes in time.
+    let server = Server::start(&forum.db, None, &["--body-timeout-ms", "600000"]);
+    let addr = server.addr;
+    let host = addr.to_string();
+    let cases: [(&str, &str, Option<&str>, u16, &str); 5] = [
+        (
+            "/v1/messages",
+            &host,
+            Some("pt_not_a_token"),
+            401,
+            "token_invalid",
+        ),
+        ("/v1/messages", &host, None, 401, "token_missing"),
+        (
+            "/v1/messages",
+            "evil.example",
+            Some(&alice),
+            421,
+            "host_not_allowed",
+        ),
+        (
+            "/mcp",
+            "evil.example",
+            Some(&alice),
+            421,
+            "host_not_allowed",
+        ),
+        (
+            "/v1/messages",
+            "evil.example",
+            Some("pt_not_a_token"),
+            421,
+            "host_not_allowed",
+        ),
+    ];
+    for (path, host, token, status, reason) in cases {
+        let mut stream = stall(addr, path, host, token);
+        let resp = closed(&mut stream, Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("{path} {host}: closed without an answer"));
+        assert_eq!(resp.status, status, "{path} {host}");
+        assert_eq!(resp.header("connection"), Some("close"), "{path} {host}");
+        let body = resp.json();
+        let got = body["error"]["reason"]
+            .as_str()
+            .or(body["error"]["data"]["reason"].as_str());
+        assert_eq!(got, Some(reason), "{path} {host}: {body}");
+        if status == 401 {
+            assert_eq!(resp.header("www-authenticate"), Some("Bearer"));
+        }
+    }
+}
+
+#[test]
+fn the_body_timeout_flag_is_checked() {
+    let forum = TempForum::new();
+    for value in ["0", "soon"] {
+        let out = forum.run(&["serve", "--http", "127.0.0.1:0", "--body-timeout-ms", value]);
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--body-timeout-ms"), "{err}");
+    }
+}
