@@ -43,7 +43,7 @@ const EXIT_REFUSED: u8 = 3;
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
-    /// The forum file (created by `token create` and `serve` when absent), or a
+    /// The forum file (made by `token create` and `serve` when missing or empty), or a
     /// PostgreSQL database as `postgres://user@host/db?forum=NAME`, which any number
     /// of servers and commands may open at once (docs/deployment.md).
     #[arg(
@@ -566,8 +566,9 @@ fn settings(json: Option<&str>) -> Result<Config, Failure> {
     Ok(config)
 }
 
-/// Opens the forum file; only commands that may start a forum create a missing file,
-/// so that a mistyped `--db` on a read is reported rather than silently made empty.
+/// Opens the forum file; only commands that may start a forum (`serve`, `token
+/// create`) adopt a missing or empty file, so that a mistyped `--db` on a read is
+/// reported, and the file left as it was, rather than made into a forum.
 fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
     if control::is_shared(path) {
         // The backend's errors name the database without its password; the URL
@@ -580,13 +581,21 @@ fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
             path.display()
         )));
     }
-    Forum::open(path, config).map_err(|err| {
+    let opened = if create {
+        Forum::open(path, config)
+    } else {
+        Forum::open_existing(path, config)
+    };
+    opened.map_err(|err| {
         let (text, shown) = (err.to_string(), path.display().to_string());
         let mut line = if text.contains(&shown) {
             text
         } else {
             format!("cannot open {shown}: {text}")
         };
+        if line.contains("is empty, not a forum") {
+            line.push_str("; `parley token create` or `parley serve` starts a forum in it");
+        }
         // redb holds the file for one process at a time.
         if line.contains("already open") {
             let socket = control::socket_path(path);
