@@ -6,6 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::protocol::state::State;
+
 macro_rules! reasons {
     ($($variant:ident = ($name:literal, $status:literal, $summary:literal),)*) => {
         /// A stable, machine-readable refusal reason (SPEC §12).
@@ -67,6 +69,7 @@ reasons! {
     ClaimSuperseded = ("claim_superseded", 409, "The claim has been superseded and accepts no attestation, refutation, verification or new supersession."),
     LimitExceeded = ("limit_exceeded", 409, "A limit of the forum would be exceeded (named in `limit`)."),
     IdempotencyConflict = ("idempotency_conflict", 409, "This identity already used the idempotency_key for a different envelope."),
+    StateChanged = ("state_changed", 409, "The thread's state is not the `if_state` the post was conditioned on (the current one is in `state`)."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
 
@@ -93,6 +96,8 @@ pub struct Refusal {
     pub limit: Option<String>,
     /// When a retry may succeed, for `rate_limited`.
     pub retry_after_ms: Option<u64>,
+    /// The thread's current state, for `state_changed` (SPEC §14.5).
+    pub state: Option<State>,
 }
 
 impl Refusal {
@@ -105,6 +110,7 @@ impl Refusal {
             right: None,
             limit: None,
             retry_after_ms: None,
+            state: None,
         }
     }
 
@@ -123,6 +129,12 @@ impl Refusal {
     /// Names the limit at stake.
     pub fn with_limit(mut self, limit: impl Into<String>) -> Self {
         self.limit = Some(limit.into());
+        self
+    }
+
+    /// Names the thread's current state.
+    pub fn with_state(mut self, state: State) -> Self {
+        self.state = Some(state);
         self
     }
 
@@ -149,7 +161,27 @@ impl Refusal {
         if let Some(ms) = self.retry_after_ms {
             map.insert("retry_after_ms".into(), json!(ms));
         }
+        if let Some(state) = self.state {
+            map.insert("state".into(), json!(state.as_str()));
+        }
         Value::Object(map)
+    }
+
+    /// The refusal of a refusal object (what [`Refusal::to_json`] makes, and what
+    /// every transport sends), for a client that reads one back. `None` when it is
+    /// not one: not an object, or a `reason` this build does not know. The status
+    /// is the reason's own; a key of the wrong type is left out.
+    pub fn from_json(value: &Value) -> Option<Refusal> {
+        let object = value.as_object()?;
+        let reason = Reason::from_name(object.get("reason")?.as_str()?)?;
+        let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
+        let mut refusal = Refusal::new(reason, text("message").unwrap_or_default());
+        refusal.field = text("field");
+        refusal.right = text("right");
+        refusal.limit = text("limit");
+        refusal.retry_after_ms = object.get("retry_after_ms").and_then(Value::as_u64);
+        refusal.state = text("state").as_deref().and_then(State::from_name);
+        Some(refusal)
     }
 }
 
@@ -281,7 +313,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 25);
+        assert_eq!(Reason::ALL.len(), 26);
     }
 
     #[test]
@@ -292,5 +324,32 @@ mod tests {
         assert_eq!(v["status"], 403);
         assert_eq!(v["right"], "write");
         assert!(v.get("field").is_none());
+        assert!(v.get("state").is_none());
+    }
+
+    #[test]
+    fn refusal_json_round_trips_with_every_extra() {
+        let mut r = Refusal::new(Reason::StateChanged, "the thread moved")
+            .with_field("if_state")
+            .with_right("write")
+            .with_limit("x")
+            .with_state(State::Closed);
+        r.retry_after_ms = Some(7);
+        let v = r.to_json();
+        assert_eq!(v["status"], 409);
+        assert_eq!(v["state"], "closed");
+        assert_eq!(Refusal::from_json(&v), Some(r));
+        let plain = Refusal::new(Reason::SelfReply, "no");
+        assert_eq!(Refusal::from_json(&plain.to_json()), Some(plain));
+    }
+
+    #[test]
+    fn from_json_refuses_what_is_not_a_refusal() {
+        assert_eq!(Refusal::from_json(&json!("state_changed")), None);
+        assert_eq!(Refusal::from_json(&json!({ "message": "x" })), None);
+        assert_eq!(Refusal::from_json(&json!({ "reason": "nope" })), None);
+        let odd = json!({ "reason": "state_changed", "message": 5, "state": "shut" });
+        let r = Refusal::from_json(&odd).expect("a known reason");
+        assert_eq!((r.message.as_str(), r.state), ("", None));
     }
 }

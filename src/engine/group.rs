@@ -12,7 +12,9 @@
 //! the disk (for a backend whose commit returns before that; redb's durable commit
 //! returns once it is there) while the next leader may already apply the next
 //! batch, and wakes each of its callers with its outcome. Guarantees:
-//! - a refused post leaves no trace (every check runs before its first write);
+//! - a refused post leaves no trace (every check runs before its first write),
+//!   and a batch whose posts were all refused is rolled back, not committed: it
+//!   costs no commit and no disk sync, whoever sent it;
 //! - a storage failure while applying, or a failed commit or sync, fails every post
 //!   of the batch (refusals stay refusals), and nothing of the batch is stored;
 //! - no call returns success before its batch is durable (when the forum is);
@@ -64,6 +66,9 @@ pub(crate) trait Batch {
     fn apply(&self, tx: &mut Self::Tx, job: Self::Job) -> Result<Result<Self::Out>, Error>;
     /// Commits the transaction; the next batch may begin once this returns.
     fn commit(&self, tx: Self::Tx) -> Result<Self::Pending>;
+    /// Ends a transaction that wrote nothing (every job of its batch was refused)
+    /// without a commit.
+    fn discard(&self, tx: Self::Tx);
     /// Returns once the commit is durable; called by the batch's leader.
     fn settle(&self, pending: &Self::Pending) -> Result<()>;
 }
@@ -418,6 +423,14 @@ impl<J, O> Group<J, O> {
         let Some(tx) = tx else {
             return (outcomes, None);
         };
+        // Refused jobs wrote nothing (`Batch::apply`): with no job accepted there is
+        // nothing to commit, and a commit would still sync the disk. A replay counts
+        // as accepted: its batch commits as before, so it returns once what it
+        // replays is durable.
+        if !outcomes.iter().any(Result::is_ok) {
+            batch.discard(tx);
+            return (outcomes, None);
+        }
         match batch.commit(tx) {
             Ok(pending) => (outcomes, Some(pending)),
             Err(e) => (

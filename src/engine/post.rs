@@ -58,6 +58,12 @@ impl<'f> Batch for Poster<'f> {
         tx.commit_deferred()
     }
 
+    fn discard(&self, tx: Self::Tx) {
+        // An uncommitted write transaction rolls back when dropped (redb aborts it,
+        // PostgreSQL's transaction sends ROLLBACK), releasing the write lock.
+        drop(tx);
+    }
+
     fn settle(&self, pending: &Durable) -> Result<()> {
         pending.wait()?;
         // Durable now: waiting reads may see it.

@@ -437,6 +437,16 @@ fn in_place(value: &mut Value, defs: &BTreeMap<&'static str, Value>, shared: &BT
     }
 }
 
+/// The names of the states (SPEC §6), forward line first.
+fn state_names() -> Vec<&'static str> {
+    use crate::protocol::state::State;
+    State::FORWARD
+        .into_iter()
+        .chain(State::SIDE)
+        .map(State::as_str)
+        .collect()
+}
+
 /// The refusal carried by a refused call (SPEC §12).
 fn refusal() -> Value {
     json!({
@@ -446,6 +456,8 @@ fn refusal() -> Value {
             "reason": string(), "status": integer(), "message": string(),
             "field": string(), "right": string(), "limit": string(),
             "retry_after_ms": { "type": "integer", "minimum": 0 },
+            // The thread's state now, for `state_changed` (SPEC §14.5).
+            "state": one_of_strings(&state_names()),
         },
         "required": ["reason", "status", "message"],
     })

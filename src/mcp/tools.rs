@@ -179,6 +179,7 @@ impl ManifestFacts {
                 "description": format!("An identity the forum knows, such as \"{}:bob\" or \"human:ann\": who is due to reply.", l.realm),
             }),
             "state" => self.state("For `mark`: the state to set."),
+            "if_state" => self.state("Optional, for `decide`, `mark` and `reopen`: the state you saw the thread in. If it is in another state now, nothing is written and the refusal (`state_changed`) carries the current `state`: look again before you act."),
             "evidence" => json!({
                 "type": "array",
                 "maxItems": l.evidence_max,

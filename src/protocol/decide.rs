@@ -105,6 +105,7 @@ pub(crate) fn check(
             );
         }
         check_authority(actor, env.act, t)?;
+        check_if_state(env, t)?;
     }
     check_supersede_authority(actor, place)?;
     check_loop_guards(actor, env, place)?;
@@ -137,6 +138,26 @@ fn check_authority(actor: &Actor<'_>, act: Act, thread: &ThreadRec) -> Decided<(
                 IdKind::Thread.key(thread.id)
             ),
         )
+    }
+}
+
+/// `if_state` (§14.5): the post is judged only against the state its sender
+/// saw, else `state_changed` naming the state the thread is in now.
+fn check_if_state(env: &Checked, thread: &ThreadRec) -> Decided<()> {
+    match env.if_state {
+        Some(seen) if seen != thread.state => Err(Refusal::new(
+            Reason::StateChanged,
+            format!(
+                "{} is {} now, not {}; look at it again before you `{}`",
+                IdKind::Thread.key(thread.id),
+                thread.state.as_str(),
+                seen.as_str(),
+                env.act.kind()
+            ),
+        )
+        .with_field("if_state")
+        .with_state(thread.state)),
+        _ => Ok(()),
     }
 }
 

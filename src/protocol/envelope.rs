@@ -25,9 +25,10 @@ const COMMON: [&str; 8] = [
 /// Longest `idempotency_key` (SPEC §14.3).
 const KEY_MAX: usize = 128;
 /// Fields that exist only for some acts.
-const SPECIFIC: [&str; 6] = [
+const SPECIFIC: [&str; 7] = [
     "to",
     "state",
+    "if_state",
     "claim",
     "evidence",
     "supersedes",
@@ -57,6 +58,9 @@ pub(crate) struct Checked {
     pub to: Option<String>,
     /// `state` (mark).
     pub state: Option<State>,
+    /// `if_state` (decide, mark, reopen): the state the post is conditioned on
+    /// (SPEC §14.5).
+    pub if_state: Option<State>,
     /// `claim` (attest, refute, verify).
     pub claim: Option<u64>,
     /// `evidence`.
@@ -132,7 +136,8 @@ pub(crate) fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<C
     let provenance = check_provenance(obj, limits)?;
     let idempotency = check_idempotency(obj)?;
     let to = check_to(obj)?;
-    let state = check_state(obj)?;
+    let state = check_state(obj, "state")?;
+    let if_state = check_state(obj, "if_state")?;
     let claim = present(obj, "claim")
         .map(|v| id(IdKind::Claim, v, "claim"))
         .transpose()?;
@@ -163,6 +168,7 @@ pub(crate) fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<C
         provenance,
         to,
         state,
+        if_state,
         claim,
         evidence,
         supersedes,
@@ -238,15 +244,15 @@ fn check_to(obj: &Map<String, Value>) -> Result<Option<String>, Refusal> {
     Ok(Some(to.to_string()))
 }
 
-/// `state`: a state's name.
-fn check_state(obj: &Map<String, Value>) -> Result<Option<State>, Refusal> {
-    let Some(v) = present(obj, "state") else {
+/// `state` or `if_state`: a state's name.
+fn check_state(obj: &Map<String, Value>, field: &str) -> Result<Option<State>, Refusal> {
+    let Some(v) = present(obj, field) else {
         return Ok(None);
     };
-    let name = string(v, "state")?;
+    let name = string(v, field)?;
     State::from_name(name)
         .map(Some)
-        .ok_or_else(|| invalid("state", format!("`{name}` is not a state")))
+        .ok_or_else(|| invalid(field, format!("`{name}` is not a state")))
 }
 
 /// The body: a string, not blank, within `body_max_chars`.
@@ -492,6 +498,41 @@ mod tests {
         assert_eq!(
             reason(json!({"kind": "mark", "body": "x", "thread": 1, "state": "done"})),
             Reason::InvalidBody
+        );
+    }
+
+    #[test]
+    fn if_state_is_a_state_on_the_marking_acts_only() {
+        let field = |v: Value| {
+            let r = check(&v, &Limits::default(), true).unwrap_err();
+            (r.reason, r.field)
+        };
+        let refused = (Reason::InvalidBody, Some("if_state".to_string()));
+        for kind in ["decide", "mark", "reopen"] {
+            let ok = json!({"kind": kind, "body": "x", "thread": 1, "state": "closed", "if_state": "answered"});
+            let ok = if kind == "mark" {
+                ok
+            } else {
+                let mut ok = ok;
+                ok.as_object_mut().unwrap().remove("state");
+                ok
+            };
+            let c = check(&ok, &Limits::default(), true).unwrap();
+            assert_eq!(c.if_state, Some(State::Answered), "{kind}");
+            for bad in [json!("done"), json!(3), json!(["open"]), json!("Open")] {
+                let mut env = ok.clone();
+                env["if_state"] = bad;
+                assert_eq!(field(env), refused, "{kind}");
+            }
+        }
+        for kind in ["ask", "answer", "note", "propose", "object"] {
+            let env = json!({"kind": kind, "body": "x", "thread": 1, "if_state": "open"});
+            assert_eq!(field(env), refused, "{kind}");
+        }
+        let null = json!({"kind": "decide", "body": "x", "thread": 1, "if_state": null});
+        assert_eq!(
+            check(&null, &Limits::default(), true).unwrap().if_state,
+            None
         );
     }
 

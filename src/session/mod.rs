@@ -54,6 +54,13 @@ impl Envelope {
         self.with("state", json!(state))
     }
 
+    /// The state the sender saw (`decide`, `mark`, `reopen`; SPEC §14.5): if the
+    /// thread is in another state when the post is judged, it is refused with
+    /// `state_changed`, whose [`crate::Refusal::state`] is the state now.
+    pub fn if_state(self, state: &str) -> Self {
+        self.with("if_state", json!(state))
+    }
+
     /// The claim named (`attest`, `refute`, `verify`).
     pub fn claim(self, id: &str) -> Self {
         self.with("claim", json!(id))

@@ -10,6 +10,9 @@ use std::sync::Arc;
 struct Log {
     committed: Mutex<Vec<u64>>,
     batches: AtomicUsize,
+    /// Transactions committed, and ended without a commit.
+    commits: AtomicUsize,
+    discards: AtomicUsize,
     fail_commit: bool,
     fail_settle: bool,
     /// How long a commit takes to "reach the disk".
@@ -55,8 +58,13 @@ impl Batch for Log {
         if self.fail_commit {
             return Err(Error::storage("write failed".into()));
         }
+        self.commits.fetch_add(1, Ordering::SeqCst);
         self.committed.lock().unwrap().extend(&tx);
         Ok(tx)
+    }
+    fn discard(&self, tx: Vec<u64>) {
+        assert!(tx.is_empty(), "a batch that wrote was discarded");
+        self.discards.fetch_add(1, Ordering::SeqCst);
     }
     fn settle(&self, jobs: &Vec<u64>) -> Result<()> {
         std::thread::sleep(self.settle_time);
@@ -173,6 +181,22 @@ fn refusals_stay_refusals_and_failures_fail_the_batch() {
             .reason,
         crate::Reason::SelfReply
     );
+}
+
+#[test]
+fn a_batch_of_refusals_is_discarded_and_one_accepted_job_commits_it() {
+    let group: Group<u64, Value> = Group::default();
+    let log = Log::default();
+    assert!(group.submit(13, &log).is_err());
+    let outcomes = group.submit_all(vec![13, 13, 13], &log, Gather::No);
+    assert!(outcomes.iter().all(|o| o.is_err()));
+    assert_eq!(log.commits.load(Ordering::SeqCst), 0, "nothing to commit");
+    assert_eq!(log.discards.load(Ordering::SeqCst), 2);
+    assert!(log.settled.lock().unwrap().is_empty(), "nothing to settle");
+    let outcomes = group.submit_all(vec![13, 4, 13], &log, Gather::No);
+    assert_eq!(outcomes[1].as_ref().unwrap(), &Value::from(40));
+    assert_eq!(log.commits.load(Ordering::SeqCst), 1);
+    assert_eq!(*log.settled.lock().unwrap(), [4]);
 }
 
 #[test]

@@ -194,3 +194,59 @@ fn a_state_set_through_the_lock_right_is_confirmed_and_labelled() {
         None
     );
 }
+
+#[test]
+fn if_state_comes_after_authority_and_before_the_guards_and_the_transition() {
+    let limits = Limits::default();
+    let mut p = place();
+    p.thread.as_mut().unwrap().state = State::Answered;
+    // Alice has no authority over bob's thread: authority wins (§12.1).
+    let stale = env(json!({ "kind": "decide", "thread": "th_1", "body": "x", "if_state": "open" }));
+    assert_eq!(
+        reason(check(&ALICE, &stale, &p, &limits)),
+        Reason::ThreadAuthorityMissing
+    );
+    // Past authority, the stale condition is refused with the state as it is.
+    let refused = check(&MOD, &stale, &p, &limits).unwrap_err();
+    assert_eq!(
+        (refused.reason, refused.state, refused.field.as_deref()),
+        (
+            Reason::StateChanged,
+            Some(State::Answered),
+            Some("if_state")
+        )
+    );
+    // Before repeated_body: the mod's last body in the thread is this one.
+    p.thread
+        .as_mut()
+        .unwrap()
+        .last_body
+        .insert("r:mod".into(), stale.body_hash);
+    assert_eq!(
+        reason(check(&MOD, &stale, &p, &limits)),
+        Reason::StateChanged
+    );
+    // Before the transition: a mark backwards with a stale condition.
+    let back = env(
+        json!({ "kind": "mark", "thread": "th_1", "body": "y", "state": "open", "if_state": "decided" }),
+    );
+    assert_eq!(
+        reason(check(&MOD, &back, &p, &limits)),
+        Reason::StateChanged
+    );
+    // A condition that holds changes nothing: the same mark is judged as without it.
+    let held = env(
+        json!({ "kind": "mark", "thread": "th_1", "body": "y", "state": "open", "if_state": "answered" }),
+    );
+    assert_eq!(
+        reason(check(&MOD, &held, &p, &limits)),
+        Reason::InvalidTransition
+    );
+    let close = env(
+        json!({ "kind": "mark", "thread": "th_1", "body": "z", "state": "closed", "if_state": "answered" }),
+    );
+    assert_eq!(
+        check(&MOD, &close, &p, &limits).unwrap(),
+        Effect::Move(State::Closed)
+    );
+}

@@ -275,11 +275,15 @@ impl WriteTx for Tx<'_> {
 /// takes an id commits synchronously (its commit record is flushed, and every
 /// record before it). It also sends the commit's notification, so other engines
 /// wake for durable commits only.
+///
+/// `synchronous_commit` is forced on for that transaction: a role or database
+/// set to `off` would otherwise make this commit return before the flush, and
+/// posts would be acknowledged that a crash of the server's host loses.
 fn flushed(pool: &super::conn::Pool, notify: &str) -> Result<()> {
     let mut pooled = pool.take()?;
-    let sent = pooled
-        .get()
-        .batch(&format!("BEGIN; SELECT txid_current(); {notify}; COMMIT"));
+    let sent = pooled.get().batch(&format!(
+        "BEGIN; SET LOCAL synchronous_commit TO on; SELECT txid_current(); {notify}; COMMIT"
+    ));
     if sent.is_err() {
         pooled.discard();
     }
