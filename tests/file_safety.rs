@@ -306,3 +306,30 @@ fn a_failed_open_carries_the_io_error_as_its_source() {
     // And the chain starts at the library's error.
     assert!(std::error::Error::source(&err).is_some());
 }
+
+#[test]
+fn only_an_open_that_may_create_adopts_a_missing_or_empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.redb");
+    std::fs::File::create(&db).unwrap();
+    let err = Forum::open_existing(&db, config()).err().unwrap();
+    assert!(matches!(err, Error::NotAForum(_)), "{err}");
+    assert!(err.to_string().contains("is empty, not a forum"), "{err}");
+    let err = parley_forum::storage::check(&db).err().unwrap();
+    assert!(matches!(err, Error::NotAForum(_)), "{err}");
+    assert!(parley_forum::storage::check_integrity(&db).is_err());
+    assert_eq!(
+        std::fs::metadata(&db).unwrap().len(),
+        0,
+        "not a byte written"
+    );
+    let missing = dir.path().join("missing.redb");
+    assert!(Forum::open_existing(&missing, config()).is_err());
+    assert!(!missing.exists());
+    // `Forum::open` adopts the empty file; then it opens as an existing forum.
+    drop(Forum::open(&db, config()).unwrap());
+    let forum = Forum::open_existing(&db, config()).unwrap();
+    assert!(forum
+        .call(None, "get_manifest", &serde_json::json!({}))
+        .is_ok());
+}

@@ -67,8 +67,20 @@ impl Forum {
     /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
     /// [`Error::NotAForum`].
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
+        Forum::open_in(path.as_ref(), config, true)
+    }
+
+    /// Opens the forum at `path` as [`Forum::open`] does, but only a forum that is
+    /// already there: a missing or empty file is refused and left as it was (not a
+    /// byte written), so that a mistyped path on a read never starts a forum. A
+    /// `postgres://` URL opens as with [`Forum::open`].
+    pub fn open_existing(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
+        Forum::open_in(path.as_ref(), config, false)
+    }
+
+    fn open_in(path: &Path, config: Config, create: bool) -> Result<Forum> {
         config.validate()?;
-        if let Some(text) = path.as_ref().to_str() {
+        if let Some(text) = path.to_str() {
             if is_postgres_url(text) {
                 let store = PgStore::open(text, config.durability)?;
                 return Forum::with_store(Box::new(store), config);
@@ -83,8 +95,12 @@ impl Forum {
                 )));
             }
         }
-        let store =
-            RedbStore::open_with(path.as_ref(), config.durability, config.progress.as_ref())?;
+        let (durability, progress) = (config.durability, config.progress.as_ref());
+        let store = if create {
+            RedbStore::open_with(path, durability, progress)?
+        } else {
+            RedbStore::open_existing_with(path, durability, progress)?
+        };
         Forum::with_store(Box::new(store), config)
     }
 

@@ -99,6 +99,8 @@ pub(super) fn builder() -> redb::Builder {
 }
 
 /// Opens the redb database of a forum file, creating the file when `create` is set.
+/// An empty file is adopted as a new forum only when `create` is set: otherwise it
+/// is refused unwritten, since a read or a check must never start a forum.
 ///
 /// An existing redb file that was closed cleanly is first opened read-only and
 /// refused, unwritten, unless it is a Parley forum (or holds no table at all). One
@@ -110,6 +112,12 @@ pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
     if let file::Opened::Existing(f) = &opened {
         if f.metadata().map_err(|e| cannot_open(path, e))?.len() > 0 {
             unpanicked(path, || check_read_only(path))?;
+        } else if !create {
+            return Err(Error::NotAForum(format!(
+                "{} is empty, not a forum; Parley left it untouched (only an open that \
+                 may create a forum adopts an empty file)",
+                path.display()
+            )));
         }
     }
     let backend = FileBackend::new(opened.into_file()).map_err(|e| redb_open_error(path, e))?;

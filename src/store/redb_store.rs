@@ -277,8 +277,18 @@ pub fn check_integrity(path: &Path) -> Result<bool> {
 impl RedbStore {
     /// Opens an existing forum file (never creating one).
     pub(crate) fn open_existing(path: &Path) -> Result<Self> {
+        Self::open_existing_with(path, Durability::Durable, None)
+    }
+
+    /// Opens an existing forum file as [`Self::open_with`] does, but refuses a
+    /// missing or empty file, writing nothing to it.
+    pub(crate) fn open_existing_with(
+        path: &Path,
+        durability: Durability,
+        progress: Option<&Progress>,
+    ) -> Result<Self> {
         let mut store = unpanicked(path, || {
-            Self::init(open_file(path, false)?, Durability::Durable)
+            Self::init_with(open_file(path, false)?, durability, progress)
         })?;
         store.path = Some(path.to_path_buf());
         Ok(store)

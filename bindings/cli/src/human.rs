@@ -216,10 +216,17 @@ impl Act {
 
 /// The envelope of `act` on `thread` (under `parent` when given), ready to post.
 ///
-/// `Confirm` reads the thread first: it is a `mark` of the current state, which a
-/// confirmer's mark confirms (SPEC §7.1), and it is refused with `invalid_transition`
-/// when that state is already confirmed, because then there is nothing to confirm
-/// and the mark would be refused or mean a re-mark.
+/// With the state the person saw, `seen`, `confirm`, `close`, `reopen` and `mark`
+/// carry it as `if_state` (SPEC §14.5), and the engine refuses them with
+/// `state_changed` when the thread has moved since, so that a person never confirms
+/// or overrides a state they did not see. `seen` is ignored on the other acts.
+///
+/// `Confirm` reads the thread first: it is a `mark` of the state seen (else of the
+/// current one), which a confirmer's mark confirms (SPEC §7.1), always conditioned on
+/// that state, so that a proposal made between the read and the post is not
+/// confirmed unseen. It is refused with `invalid_transition` when the thread is in
+/// that state and it is already confirmed: there is nothing to confirm, and the mark
+/// would be refused or mean a re-mark.
 pub(crate) fn envelope(
     forum: &dyn Call,
     token: Option<&str>,
@@ -227,7 +234,9 @@ pub(crate) fn envelope(
     parent: Option<&str>,
     act: &Act,
     body: Option<&str>,
+    seen: Option<&str>,
 ) -> Result<Value, Error> {
+    let seen = seen.map(str::trim).filter(|s| !s.is_empty());
     let body = match body.filter(|b| !b.trim().is_empty()) {
         Some(body) => body.to_string(),
         None => match act.default_body() {
@@ -248,8 +257,9 @@ pub(crate) fn envelope(
         Act::Confirm => {
             let view = forum.call(token, "get_thread", &json!({ "thread": thread }))?;
             let summary = &view["thread"];
-            let state = summary["state"].as_str().unwrap_or("?");
-            if !summary["state_confirmed_at"].is_null() {
+            let now = summary["state"].as_str().unwrap_or("?");
+            let state = seen.unwrap_or(now);
+            if state == now && !summary["state_confirmed_at"].is_null() {
                 let id = summary["id"].as_str().unwrap_or(thread);
                 return Err(Error::Refused(Refusal::new(
                     Reason::InvalidTransition,
@@ -260,6 +270,7 @@ pub(crate) fn envelope(
             }
             envelope.insert("kind".into(), json!("mark"));
             envelope.insert("state".into(), json!(state));
+            envelope.insert("if_state".into(), json!(state));
         }
         Act::Close => {
             envelope.insert("kind".into(), json!("mark"));
@@ -278,6 +289,9 @@ pub(crate) fn envelope(
                 envelope.insert("parent".into(), json!(parent));
             }
         }
+    }
+    if let (Some(seen), Act::Close | Act::Mark(_) | Act::Reopen) = (seen, act) {
+        envelope.insert("if_state".into(), json!(seen));
     }
     envelope.insert("body".into(), json!(body));
     Ok(Value::Object(envelope))
@@ -352,7 +366,16 @@ mod tests {
         assert_eq!(found[1].message.as_ref().unwrap()["body"], "we go with A");
         assert_eq!(found[1].event.as_ref().unwrap()["identity"], "ainotes:bob");
         // A confirmed state leaves the list.
-        let env = envelope(&s.forum, Some(&s.human), t1, None, &Act::Confirm, None).unwrap();
+        let env = envelope(
+            &s.forum,
+            Some(&s.human),
+            t1,
+            None,
+            &Act::Confirm,
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(env["kind"], "mark");
         assert_eq!(env["state"], "decided");
         post(&s, &s.human, env);
@@ -369,7 +392,16 @@ mod tests {
         let s = setup();
         let root = post(&s, &s.agent, json!({"kind": "ask", "body": "q?"}));
         let th = root["thread"]["id"].as_str().unwrap();
-        let err = envelope(&s.forum, Some(&s.human), th, None, &Act::Confirm, None).unwrap_err();
+        let err = envelope(
+            &s.forum,
+            Some(&s.human),
+            th,
+            None,
+            &Act::Confirm,
+            None,
+            None,
+        )
+        .unwrap_err();
         assert_eq!(reason(err), "invalid_transition");
         let err = envelope(
             &s.forum,
@@ -377,6 +409,7 @@ mod tests {
             "th_999",
             None,
             &Act::Confirm,
+            None,
             None,
         )
         .unwrap_err();
@@ -386,12 +419,12 @@ mod tests {
     #[test]
     fn acts_take_default_bodies_only_where_a_person_would_write_none() {
         let s = setup();
-        let close = envelope(&s.forum, None, "th_1", None, &Act::Close, Some("  ")).unwrap();
+        let close = envelope(&s.forum, None, "th_1", None, &Act::Close, Some("  "), None).unwrap();
         assert_eq!(
             close,
             json!({"parley": "1", "kind": "mark", "thread": "th_1", "state": "closed", "body": "Closed."})
         );
-        let reopen = envelope(&s.forum, None, "th_1", None, &Act::Reopen, None).unwrap();
+        let reopen = envelope(&s.forum, None, "th_1", None, &Act::Reopen, None, None).unwrap();
         assert_eq!(reopen["kind"], "reopen");
         let answer = envelope(
             &s.forum,
@@ -400,14 +433,60 @@ mod tests {
             Some("msg_2"),
             &Act::Answer,
             Some("yes"),
+            None,
         )
         .unwrap();
         assert_eq!(answer["parent"], "msg_2");
         assert_eq!(answer["body"], "yes");
         for act in [Act::Answer, Act::Note, Act::Ask] {
-            let err = envelope(&s.forum, None, "th_1", None, &act, Some(" \n")).unwrap_err();
+            let err = envelope(&s.forum, None, "th_1", None, &act, Some(" \n"), None).unwrap_err();
             assert_eq!(reason(err), "invalid_body");
         }
+    }
+
+    #[test]
+    fn state_acts_carry_the_state_seen_and_confirm_always_does() {
+        let s = setup();
+        let root = post(&s, &s.agent, json!({"kind": "ask", "body": "q?"}));
+        let th = root["thread"]["id"].as_str().unwrap();
+        post(
+            &s,
+            &s.agent,
+            json!({"kind": "mark", "thread": th, "state": "deferred", "body": "later"}),
+        );
+        let build = |act: &Act, seen: Option<&str>| {
+            envelope(&s.forum, Some(&s.human), th, None, act, Some("b"), seen).unwrap()
+        };
+        // Confirm conditions on the state it reads, or on the one seen.
+        let read = build(&Act::Confirm, None);
+        assert_eq!(
+            (&read["state"], &read["if_state"]),
+            (&json!("deferred"), &json!("deferred"))
+        );
+        let seen = build(&Act::Confirm, Some("answered"));
+        assert_eq!(
+            (&seen["state"], &seen["if_state"]),
+            (&json!("answered"), &json!("answered"))
+        );
+        for act in [Act::Close, Act::Reopen, Act::Mark("decided".into())] {
+            assert_eq!(build(&act, Some("deferred"))["if_state"], "deferred");
+            assert!(build(&act, None).get("if_state").is_none());
+            assert!(build(&act, Some(" ")).get("if_state").is_none());
+        }
+        assert!(build(&Act::Answer, Some("deferred"))
+            .get("if_state")
+            .is_none());
+        // The engine judges it: the state seen is gone, so the confirm is refused.
+        let err = s
+            .forum
+            .call(
+                Some(&s.human),
+                "post",
+                &build(&Act::Confirm, Some("answered")),
+            )
+            .unwrap_err();
+        assert_eq!(reason(err), "state_changed");
+        assert!(post(&s, &s.human, read)["thread"]["state_confirmed_at"].is_string());
     }
 
     #[test]
@@ -435,7 +514,7 @@ mod tests {
         let s = setup();
         let root = post(&s, &s.agent, json!({"kind": "ask", "body": "q?"}));
         let th = root["thread"]["id"].as_str().unwrap();
-        let close = envelope(&s.forum, Some(&s.human), th, None, &Act::Close, None).unwrap();
+        let close = envelope(&s.forum, Some(&s.human), th, None, &Act::Close, None, None).unwrap();
         assert_eq!(post(&s, &s.human, close)["thread"]["locked"], true);
         let late = s
             .forum
@@ -446,7 +525,8 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(reason(late), "thread_closed");
-        let reopen = envelope(&s.forum, Some(&s.human), th, None, &Act::Reopen, None).unwrap();
+        let reopen =
+            envelope(&s.forum, Some(&s.human), th, None, &Act::Reopen, None, None).unwrap();
         assert_eq!(post(&s, &s.human, reopen)["thread"]["state"], "open");
     }
 }

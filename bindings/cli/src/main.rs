@@ -33,6 +33,9 @@ use token_arg::TokenArg;
 const EXIT_USAGE: u8 = 2;
 /// Exit code of a protocol refusal (the request was understood and declined).
 const EXIT_REFUSED: u8 = 3;
+/// Exit code of an act refused because the thread is no longer in the state given
+/// with `--if-state` (or, for `confirm`, the state it read): look again.
+const EXIT_STATE_CHANGED: u8 = 4;
 
 #[derive(Parser)]
 #[command(
@@ -40,10 +43,11 @@ const EXIT_REFUSED: u8 = 3;
     version,
     about = "Parley v1 forum: MCP and REST server, token admin, reading views, demo",
     after_help = "Exit status: 0 on success, 3 when the forum refused the request (the reason is printed), \
+                  4 when an act was refused because the thread's state changed (state_changed), \
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
-    /// The forum file (created by `token create` and `serve` when absent), or a
+    /// The forum file (made by `token create` and `serve` when missing or empty), or a
     /// PostgreSQL database as `postgres://user@host/db?forum=NAME`, which any number
     /// of servers and commands may open at once (docs/deployment.md).
     #[arg(
@@ -183,6 +187,8 @@ enum Command {
         state: String,
         /// The message body [default: "State set."].
         body: Option<String>,
+        #[command(flatten)]
+        seen: IfState,
         /// Print the raw result as JSON.
         #[arg(long)]
         json: bool,
@@ -279,9 +285,21 @@ struct ActArgs {
     thread: String,
     /// The message body [default: the act's own, e.g. "Closed."].
     body: Option<String>,
+    #[command(flatten)]
+    seen: IfState,
     /// Print the raw result as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The state a person saw, which an act is conditioned on (SPEC §14.5).
+#[derive(Args)]
+struct IfState {
+    /// Act only while the thread is in this state, the one you saw; else the act is
+    /// refused as state_changed (exit 4) and nothing is posted. `confirm` without it
+    /// confirms the state it reads, on the same condition.
+    #[arg(long = "if-state", value_name = "STATE")]
+    if_state: Option<String>,
 }
 
 /// A failure the command reports on one line of stderr.
@@ -289,6 +307,8 @@ struct ActArgs {
 enum Failure {
     /// The forum refused the request (exit 3).
     Refused(String),
+    /// The thread's state is no longer the one the act was conditioned on (exit 4).
+    StateChanged(String),
     /// Anything else (exit 1).
     Other(String),
 }
@@ -296,12 +316,21 @@ enum Failure {
 impl From<parley_forum::Error> for Failure {
     fn from(err: parley_forum::Error) -> Self {
         match err.refusal() {
-            Some(r) => Failure::Refused(format!(
-                "refused: {} ({}): {}",
-                r.reason.as_str(),
-                r.status(),
-                r.message
-            )),
+            Some(r) => {
+                let line = format!(
+                    "refused: {} ({}): {}",
+                    r.reason.as_str(),
+                    r.status(),
+                    r.message
+                );
+                match (r.reason, r.state) {
+                    (parley_forum::Reason::StateChanged, Some(now)) => Failure::StateChanged(
+                        format!("{line} (the thread is `{}` now)", now.as_str()),
+                    ),
+                    (parley_forum::Reason::StateChanged, None) => Failure::StateChanged(line),
+                    _ => Failure::Refused(line),
+                }
+            }
             None => Failure::Other(err.to_string()),
         }
     }
@@ -352,6 +381,10 @@ fn main() -> ExitCode {
         Err(Failure::Refused(line)) => {
             eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_REFUSED)
+        }
+        Err(Failure::StateChanged(line)) => {
+            eprintln!("parley: {}", terminal::visible(&line));
+            ExitCode::from(EXIT_STATE_CHANGED)
         }
         Err(Failure::Other(line)) => {
             eprintln!("parley: error: {}", terminal::visible(&line));
@@ -447,13 +480,22 @@ fn run(cli: Cli) -> CmdResult {
             thread,
             state,
             body,
+            seen,
             json,
         } => {
             let mark = human::Act::parse("mark", Some(&state))?;
             let token = auth.resolve()?;
             let forum = here(false)?;
-            let token = token.as_deref();
-            verbs::act(forum.calls(), token, &thread, &mark, body.as_deref(), json)
+            let (token, body, seen) = (token.as_deref(), body.as_deref(), seen.if_state);
+            verbs::act(
+                forum.calls(),
+                token,
+                &thread,
+                &mark,
+                body,
+                seen.as_deref(),
+                json,
+            )
         }
         Command::Answer {
             auth,
@@ -470,6 +512,7 @@ fn run(cli: Cli) -> CmdResult {
                 &thread,
                 &human::Act::Answer,
                 text,
+                None,
                 json,
             )
         }
@@ -483,12 +526,14 @@ fn run(cli: Cli) -> CmdResult {
 fn act(here: &dyn Fn(bool) -> Result<Target, Failure>, a: ActArgs, act: &human::Act) -> CmdResult {
     let token = a.auth.resolve()?;
     let forum = here(false)?;
+    let (token, body, seen) = (token.as_deref(), a.body.as_deref(), a.seen.if_state);
     verbs::act(
         forum.calls(),
-        token.as_deref(),
+        token,
         &a.thread,
         act,
-        a.body.as_deref(),
+        body,
+        seen.as_deref(),
         a.json,
     )
 }
@@ -579,8 +624,9 @@ fn settings(json: Option<&str>) -> Result<Config, Failure> {
     Ok(config)
 }
 
-/// Opens the forum file; only commands that may start a forum create a missing file,
-/// so that a mistyped `--db` on a read is reported rather than silently made empty.
+/// Opens the forum file; only commands that may start a forum (`serve`, `token
+/// create`) adopt a missing or empty file, so that a mistyped `--db` on a read is
+/// reported, and the file left as it was, rather than made into a forum.
 fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
     if control::is_shared(path) {
         // The backend's errors name the database without its password; the URL
@@ -593,13 +639,21 @@ fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
             path.display()
         )));
     }
-    Forum::open(path, config).map_err(|err| {
+    let opened = if create {
+        Forum::open(path, config)
+    } else {
+        Forum::open_existing(path, config)
+    };
+    opened.map_err(|err| {
         let (text, shown) = (err.to_string(), path.display().to_string());
         let mut line = if text.contains(&shown) {
             text
         } else {
             format!("cannot open {shown}: {text}")
         };
+        if line.contains("is empty, not a forum") {
+            line.push_str("; `parley token create` or `parley serve` starts a forum in it");
+        }
         // redb holds the file for one process at a time.
         if line.contains("already open") {
             let socket = control::socket_path(path);

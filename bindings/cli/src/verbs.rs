@@ -48,16 +48,18 @@ pub(crate) fn proposals(forum: &dyn Call, token: Option<&str>, raw: bool) -> Cmd
     Ok(())
 }
 
-/// Posts `act` on `thread` and says in one line where the thread stands.
+/// Posts `act` on `thread` and says in one line where the thread stands. With
+/// `if_state`, the act holds only while the thread is in that state (SPEC §14.5).
 pub(crate) fn act(
     forum: &dyn Call,
     token: Option<&str>,
     thread: &str,
     act: &Act,
     body: Option<&str>,
+    if_state: Option<&str>,
     raw: bool,
 ) -> CmdResult {
-    let envelope = human::envelope(forum, token, thread, None, act, body)?;
+    let envelope = human::envelope(forum, token, thread, None, act, body, if_state)?;
     let result = forum.call(token, "post", &envelope)?;
     if raw {
         print_json(&result);
@@ -151,7 +153,12 @@ fn describe_proposals(found: &[human::Proposal]) -> String {
             let _ = write!(line, ": {why}");
         }
         let _ = writeln!(out, "{line}");
-        let _ = writeln!(out, "    parley confirm {id}  |  parley mark {id} STATE");
+        // The commands hold only while the thread is in the state shown here.
+        let state = t["state"].as_str().unwrap_or("?");
+        let _ = writeln!(
+            out,
+            "    parley confirm {id} --if-state {state}  |  parley mark {id} STATE --if-state {state}"
+        );
     }
     out
 }
@@ -198,7 +205,10 @@ mod tests {
             text.contains("decided proposed by ainotes:bob/w1 (msg_5, 2026-01-01T00:00:00.000Z): we go with redb\n"),
             "{text}"
         );
-        assert!(text.contains("parley confirm th_2"), "{text}");
+        assert!(
+            text.contains("parley confirm th_2 --if-state decided  |  "),
+            "{text}"
+        );
         assert_eq!(describe_proposals(&[]), "Nothing awaits confirmation.\n");
     }
 }

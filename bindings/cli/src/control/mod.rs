@@ -30,7 +30,7 @@ mod server;
 
 use std::path::{Path, PathBuf};
 
-use parley_forum::{Error, Reason, Refusal};
+use parley_forum::{Error, Refusal};
 use serde_json::{json, Value};
 
 pub(crate) use client::Client;
@@ -116,7 +116,7 @@ pub(crate) fn outcome(reply: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     if let Some(refusal) = reply.get("refused") {
-        return Err(refusal_from_json(refusal)
+        return Err(Refusal::from_json(refusal)
             .map(Error::Refused)
             .unwrap_or_else(|| broken(&format!("a refusal it does not know: {refusal}"))));
     }
@@ -141,19 +141,6 @@ pub(crate) fn broken(what: &str) -> Error {
     Error::storage(format!("the server's admin channel failed: {what}"))
 }
 
-/// The refusal of SPEC §12 from its JSON form; `None` for a reason this build does
-/// not know.
-fn refusal_from_json(value: &Value) -> Option<Refusal> {
-    let reason = Reason::from_name(value["reason"].as_str()?)?;
-    let text = |key: &str| value[key].as_str().map(str::to_string);
-    let mut refusal = Refusal::new(reason, text("message").unwrap_or_default());
-    refusal.field = text("field");
-    refusal.right = text("right");
-    refusal.limit = text("limit");
-    refusal.retry_after_ms = value["retry_after_ms"].as_u64();
-    Some(refusal)
-}
-
 /// The uid of the process at the other end of `stream`.
 ///
 /// Linux tells it (`SO_PEERCRED`). Elsewhere there is no such call in rustix, so the
@@ -173,6 +160,7 @@ pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parley_forum::Reason;
 
     #[test]
     fn the_socket_sits_beside_the_forum_file() {
@@ -187,8 +175,11 @@ mod tests {
     fn outcomes_survive_the_wire_unchanged() {
         let mut limited = Refusal::new(Reason::RateLimited, "slow down").with_limit("writes");
         limited.retry_after_ms = Some(1500);
+        let mut changed = Refusal::new(Reason::StateChanged, "th_1 is closed now");
+        changed.state = Some(parley_forum::State::from_name("closed").unwrap());
         for err in [
             Error::Refused(limited),
+            Error::Refused(changed),
             Error::Refused(Refusal::new(Reason::TokenRightMissing, "no").with_right("write")),
             Error::UnknownOperation("nope".into()),
             Error::InvalidArgument("bad spec".into()),

@@ -67,16 +67,16 @@ pub(crate) fn forms(viewer: &Viewer, thread: &Value, flash: Option<&Flash>) -> M
             }
             div.state-actions {
                 @if shown("confirm", unconfirmed) {
-                    (state_form(viewer, id, "confirm", mine("confirm"), None))
+                    (state_form(viewer, id, "confirm", mine("confirm"), state))
                 }
                 @if shown("close", !locked) {
-                    (state_form(viewer, id, "close", mine("close"), None))
+                    (state_form(viewer, id, "close", mine("close"), state))
                 }
                 @if shown("reopen", reopenable) {
-                    (state_form(viewer, id, "reopen", mine("reopen"), None))
+                    (state_form(viewer, id, "reopen", mine("reopen"), state))
                 }
                 @if shown("mark", !locked) {
-                    (state_form(viewer, id, "mark", mine("mark"), Some(state)))
+                    (state_form(viewer, id, "mark", mine("mark"), state))
                 }
             }
             @for (action, label, hint) in [
@@ -92,14 +92,16 @@ pub(crate) fn forms(viewer: &Viewer, thread: &Value, flash: Option<&Flash>) -> M
     }
 }
 
-/// The confirm form of a proposal in the proposals list; empty for an agent.
-pub(crate) fn confirm_form(viewer: &Viewer, thread_id: &str) -> Markup {
+/// The confirm form of a proposal in the proposals list, for the state `seen`
+/// shown beside it; empty for an agent.
+pub(crate) fn confirm_form(viewer: &Viewer, thread_id: &str, seen: &str) -> Markup {
     if !viewer.can_act {
         return html! {};
     }
     html! {
         form.action.inline data-action="confirm" method="post" action=(act_path(thread_id)) {
             (hidden(viewer, "confirm"))
+            (if_state(seen))
             button type="submit" aria-label=(format!("Confirm {thread_id}")) { "Confirm" }
         }
     }
@@ -172,13 +174,25 @@ fn hidden(viewer: &Viewer, action: &str) -> Markup {
     }
 }
 
-/// A form that changes the state: an optional comment, and for `mark` the state.
+/// The state the page shows, sent back with a form that changes the state: the
+/// engine refuses the act with `state_changed` when the thread has moved since
+/// (SPEC §14.5), so a person confirms, closes or marks only what they saw.
+fn if_state(seen: &str) -> Markup {
+    html! {
+        @if !seen.is_empty() {
+            input type="hidden" name="if_state" value=(seen);
+        }
+    }
+}
+
+/// A form that changes the state of a thread the page shows in state `seen`: an
+/// optional comment, and for `mark` the state.
 fn state_form(
     viewer: &Viewer,
     thread_id: &str,
     action: &str,
     flash: Option<&Flash>,
-    current: Option<&str>,
+    seen: &str,
 ) -> Markup {
     let (label, what) = match action {
         "confirm" => ("Confirm", "Make the proposed state stand as it is."),
@@ -190,10 +204,7 @@ fn state_form(
         _ => ("Set state", "Set any state, backwards too."),
     };
     let field = format!("{action}-body");
-    let chosen = flash
-        .and_then(|f| f.state.as_deref())
-        .or(current)
-        .unwrap_or_default();
+    let chosen = flash.and_then(|f| f.state.as_deref()).unwrap_or(seen);
     html! {
         form.action id=(format!("act-{action}")) data-action=(action) method="post" action=(act_path(thread_id)) {
             @if let Some(f) = flash {
@@ -202,6 +213,7 @@ fn state_form(
             h3 { (label) }
             p.hint { (what) }
             (hidden(viewer, action))
+            (if_state(seen))
             @if action == "mark" {
                 label for="mark-state" { "State" }
                 select id="mark-state" name="state" {
@@ -308,6 +320,8 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(str::to_string);
+    // The state the page showed (`human::envelope` keeps it for the marking acts).
+    let seen = form.get("if_state").map(str::to_string);
     let back = match &thread {
         Some(thread) => format!("/threads/{thread}"),
         None => "/threads".to_string(),
@@ -316,11 +330,22 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
         let Error::Refused(refusal) = err else {
             return failed(viewer, &err);
         };
+        // The page the person is sent back to shows the thread as it is now; the
+        // refusal says what changed and that nothing was posted.
+        let message = match refusal.state {
+            Some(now) if refusal.reason == parley_forum::Reason::StateChanged => format!(
+                "{}. The thread changed while you looked: it is `{}` now, and nothing was \
+                 posted. Look at it again below.",
+                refusal.message,
+                now.as_str()
+            ),
+            _ => refusal.message.clone(),
+        };
         let flash = Flash {
             action: action.clone(),
             thread: thread.clone(),
             reason: refusal.reason.as_str().to_string(),
-            message: refusal.message.clone(),
+            message,
             body: body.clone().unwrap_or_default(),
             state: state.clone(),
             parent: parent.clone(),
@@ -351,6 +376,7 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
             under.as_deref(),
             &act,
             text.as_deref(),
+            seen.as_deref(),
         )
     })
     .await;
@@ -499,7 +525,7 @@ mod tests {
         let open =
             json!({"id": "th_1", "state": "decided", "state_confirmed_at": null, "locked": false});
         assert_eq!(forms(&agent, &open, None).into_string(), "");
-        assert_eq!(confirm_form(&agent, "th_1").into_string(), "");
+        assert_eq!(confirm_form(&agent, "th_1", "answered").into_string(), "");
         assert_eq!(new_thread_form(&agent, None).into_string(), "");
         assert_eq!(
             reply_form(&agent, "th_1", "msg_1", "note", None).into_string(),

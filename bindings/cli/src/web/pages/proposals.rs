@@ -47,7 +47,7 @@ pub(super) async fn page(State(app): State<App>, viewer: Viewer) -> Response {
                         None => p.why-missing { "The proposing message is not in the log." },
                     }
                     @if viewer.can_act {
-                        (actions::confirm_form(&viewer, id))
+                        (actions::confirm_form(&viewer, id, text(&proposal.thread, "state")))
                     }
                 }
             }
