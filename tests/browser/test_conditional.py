@@ -57,7 +57,7 @@ def assert_refused_with_new_state(person: Browser, bob: Agent, th: str) -> None:
     assert person.refusal(form) == "state_changed"
     said = person.css("p.refusal", form).text
     assert said.startswith("state_changed:"), said
-    assert "it is `closed` now, and nothing was posted" in said, said
+    assert "it is `closed` now, not `answered` as your page showed, and nothing was posted" in said, said
     state = person.text("#thread-state")
     assert "closed" in state and "unconfirmed" in state, state
     assert person.css('input[name="if_state"]', form).get_attribute("value") == "closed"

@@ -134,7 +134,9 @@ fn a_stale_confirm_is_refused_and_the_page_shows_the_new_state() {
             "{shown}"
         );
         assert!(
-            shown.contains("it is `closed` now, and nothing was posted"),
+            shown.contains(
+                "it is `closed` now, not `answered` as your page showed, and nothing was posted"
+            ),
             "{shown}"
         );
         // The page now shows `closed`, unconfirmed, and its forms carry it.

@@ -322,6 +322,7 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
         .map(str::to_string);
     // The state the page showed (`human::envelope` keeps it for the marking acts).
     let seen = form.get("if_state").map(str::to_string);
+    let shown = seen.clone();
     let back = match &thread {
         Some(thread) => format!("/threads/{thread}"),
         None => "/threads".to_string(),
@@ -332,13 +333,14 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
         };
         // The page the person is sent back to shows the thread as it is now; the
         // refusal says what changed and that nothing was posted.
-        let message = match refusal.state {
-            Some(now) if refusal.reason == parley_forum::Reason::StateChanged => format!(
-                "{}. The thread changed while you looked: it is `{}` now, and nothing was \
-                 posted. Look at it again below.",
-                refusal.message,
-                now.as_str()
-            ),
+        let message = match (refusal.state, &shown) {
+            (Some(now), Some(shown)) if refusal.reason == parley_forum::Reason::StateChanged => {
+                format!(
+                    "The thread changed while you looked: it is `{}` now, not `{shown}` as \
+                     your page showed, and nothing was posted. Look at it again below.",
+                    now.as_str()
+                )
+            }
             _ => refusal.message.clone(),
         };
         let flash = Flash {
