@@ -403,7 +403,15 @@ pub fn busy(dir: &Path, sizes: &Sizes) -> Res<Row> {
         return Ok(row.skip(NO_BINARY));
     };
     let (max_conn, max_waits) = waiter_flags(n);
-    let flags = ["--max-connections", &max_conn, "--max-waits", &max_waits];
+    // One token holds every idle wait: its share is the whole cap.
+    let flags = [
+        "--max-connections",
+        &max_conn,
+        "--max-waits",
+        &max_waits,
+        "--max-waits-per-token",
+        &max_waits,
+    ];
     let quiet_db = dir.join("fig14-quiet.redb");
     let watched_db = dir.join("fig14-watched.redb");
     let (quiet_cast, _, _) = idle_forum(&quiet_db)?;
@@ -492,7 +500,15 @@ pub fn memory(dir: &Path, sizes: &Sizes) -> Res<Row> {
         return Ok(row.skip(NO_BINARY));
     };
     let (max_conn, max_waits) = waiter_flags(n);
-    let flags = ["--max-connections", &max_conn, "--max-waits", &max_waits];
+    // One token holds every idle wait: its share is the whole cap.
+    let flags = [
+        "--max-connections",
+        &max_conn,
+        "--max-waits",
+        &max_waits,
+        "--max-waits-per-token",
+        &max_waits,
+    ];
     let db = dir.join("fig15.redb");
     let (cast, idle, cursor) = idle_forum(&db)?;
     let (server, addr): (Server, String) = start_with(

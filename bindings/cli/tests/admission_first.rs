@@ -83,8 +83,8 @@ fn a_refused_host_with_a_bearer_token_is_never_looked_up() {
     );
     assert_eq!(resp.status, 403);
 
-    // Then a few admitted requests, whose callers the log does look up: they show
-    // that the count moves, and when.
+    // Then a few admitted requests. A good token is read twice (the engine checks
+    // it, the log names its holder); a bad one once, by the engine that refuses it.
     const ADMITTED: i64 = 3;
     for _ in 0..ADMITTED {
         let resp = http(
@@ -96,8 +96,18 @@ fn a_refused_host_with_a_bearer_token_is_never_looked_up() {
         );
         assert_eq!(resp.status, 200);
     }
+    const BAD: i64 = 5;
+    for n in 0..BAD {
+        let auth = format!("Bearer pt_admitted_{n}");
+        let resp = http(addr, "GET", "/v1/whoami", &[("Authorization", &auth)], None);
+        assert_eq!(
+            (resp.status, resp.reason().as_str()),
+            (401, "token_invalid")
+        );
+    }
+    let expected = 2 * ADMITTED + BAD;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while token_reads(&base, &forum) - before < ADMITTED {
+    while token_reads(&base, &forum) - before < expected {
         assert!(
             Instant::now() < deadline,
             "the admitted lookups never showed in the statistics"
@@ -109,8 +119,12 @@ fn a_refused_host_with_a_bearer_token_is_never_looked_up() {
     std::thread::sleep(Duration::from_secs(3));
     let reads = token_reads(&base, &forum) - before;
     assert!(
-        reads < STRANGERS,
+        reads < expected + STRANGERS,
         "{reads} reads of the tokens table: the strangers' tokens were looked up"
+    );
+    assert_eq!(
+        reads, expected,
+        "reads of the tokens table: {ADMITTED} good tokens twice, {BAD} bad ones once"
     );
     // The server still answers a loopback host, without a token.
     assert_eq!(

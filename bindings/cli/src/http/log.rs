@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -27,25 +27,30 @@ pub(crate) struct Outcome {
     pub(crate) reason: Option<String>,
 }
 
-/// Who made a request, once admission has let it in: left empty for a request
-/// refused at admission, and when the log is off.
+/// The token of a request (its bearer token, or its web session's), once
+/// admission has let it in: left empty for a request refused at admission, and
+/// when the log is off.
 #[derive(Clone, Default)]
 pub(crate) struct Caller(Arc<OnceLock<String>>);
 
-/// Names the caller of an admitted `request` for the log, when the log wants it.
+/// Notes the token of an admitted `request` for the log, when the log wants it.
 pub(crate) fn admitted(app: &App, request: &Request) {
     let Some(caller) = request.extensions().get::<Caller>() else {
         return;
     };
-    if let Some(identity) = identity(app, request.headers()) {
-        let _ = caller.0.set(identity);
+    if let Some(token) = token(app, request.headers()) {
+        let _ = caller.0.set(token);
     }
 }
 
 /// The longest path written to the log, in characters; a longer one is cut.
 const PATH_MAX: usize = 200;
 
-pub(crate) async fn log_request(mut request: Request, next: Next) -> Response {
+pub(crate) async fn log_request(
+    State(app): State<App>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if !tracing::enabled!(target: "parley::request", tracing::Level::INFO) {
         return next.run(request).await;
     }
@@ -61,9 +66,15 @@ pub(crate) async fn log_request(mut request: Request, next: Next) -> Response {
         .unwrap_or_default();
     let status = response.status().as_u16();
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let identity = caller.0.get().map_or("-", String::as_str);
     let tool = outcome.tool.as_deref().unwrap_or("-");
     let reason = outcome.reason.as_deref().unwrap_or("-");
+    // A token the engine refused names nobody: it is not looked up a second time.
+    let refused = matches!(reason, "token_invalid" | "token_missing");
+    let identity = match caller.0.get() {
+        Some(token) if !refused => identity_of(&app, token),
+        _ => None,
+    };
+    let identity = identity.as_deref().unwrap_or("-");
     if status >= 500 {
         tracing::warn!(target: "parley::request", method, path, tool, identity, status, reason, ms, "request");
     } else {
@@ -72,21 +83,25 @@ pub(crate) async fn log_request(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// Who made the request: the holder of its bearer token, or of its web session.
-fn identity(app: &App, headers: &HeaderMap) -> Option<String> {
-    let token = match super::bearer(headers) {
+/// The token of a request: its bearer token, or its web session's.
+fn token(app: &App, headers: &HeaderMap) -> Option<String> {
+    match super::bearer(headers) {
         Ok(Some(token)) => Some(token),
         Ok(None) => crate::web::session::cookie(headers, crate::web::SESSION_COOKIE)
             .and_then(|id| app.web.token_of(&id)),
         Err(_) => None,
-    }?;
+    }
+}
+
+/// Who holds `token`.
+fn identity_of(app: &App, token: &str) -> Option<String> {
     if app.forum.is_shared() {
         // A shared forum's token is looked up in the database, a blocking round
         // trip: off the async worker (the PostgreSQL client may not block on one).
-        tokio::task::block_in_place(|| app.forum.identity_of(&token))
+        tokio::task::block_in_place(|| app.forum.identity_of(token))
     } else {
         // The file's callers are cached: no I/O, no hand-off.
-        app.forum.identity_of(&token)
+        app.forum.identity_of(token)
     }
 }
 

@@ -233,7 +233,10 @@ pub(crate) fn router(app: App) -> Router {
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         // Outermost, so that a request refused by `admit` is logged too.
-        .layer(axum::middleware::from_fn(log::log_request))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            log::log_request,
+        ))
         .with_state(app)
 }
 
