@@ -421,14 +421,17 @@ fn parley_db_names_a_postgres_forum_for_every_command() {
         return;
     };
     let url = pg::fresh_url(&base, "envdb");
-    let run = |args: &[&str]| {
-        Command::new(BIN)
-            .args(args)
+    let run_as = |token: Option<&str>, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .env("PARLEY_DB", &url)
-            .env_remove("PARLEY_TOKEN")
-            .output()
-            .expect("runs parley")
+            .env_remove("PARLEY_TOKEN");
+        if let Some(token) = token {
+            cmd.env("PARLEY_TOKEN", token);
+        }
+        cmd.output().expect("runs parley")
     };
+    let run = |args: &[&str]| run_as(None, args);
     let made = run(&["token", "create", "alice", "--rights", "read,write"]);
     assert!(
         made.status.success(),
@@ -436,18 +439,16 @@ fn parley_db_names_a_postgres_forum_for_every_command() {
         String::from_utf8_lossy(&made.stderr)
     );
     let alice = String::from_utf8(made.stdout).unwrap().trim().to_string();
-    let posted = run(&[
-        "post",
-        "--token",
-        &alice,
-        r#"{"kind":"ask","body":"Which port?"}"#,
-    ]);
+    let posted = run_as(
+        Some(&alice),
+        &["post", r#"{"kind":"ask","body":"Which port?"}"#],
+    );
     assert!(
         posted.status.success(),
         "{}",
         String::from_utf8_lossy(&posted.stderr)
     );
-    let found = run(&["search", "--token", &alice, "--json", "port"]);
+    let found = run_as(Some(&alice), &["search", "--json", "port"]);
     assert!(
         found.status.success(),
         "{}",
