@@ -204,7 +204,7 @@ fn the_web_views_live_updates_count_against_the_persons_token() {
     let pages: Vec<TcpStream> = (0..2)
         .map(|_| open(addr, "/live", &cookie).unwrap())
         .collect();
-    let third = open(addr, "/live", &cookie).err().expect("past the share");
+    let third = open(addr, "/live", &cookie).expect_err("past the share");
     assert_eq!(third.status, 503);
     assert!(
         String::from_utf8_lossy(&third.body).contains("too_many_waits"),
