@@ -5,6 +5,7 @@
 //! The server is the built binary on a loopback port; the clients are raw sockets.
 
 mod common;
+mod web_client;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,13 +14,17 @@ use std::time::{Duration, Instant};
 use common::{connect, http, parse, Server, TempForum};
 use serde_json::json;
 
-/// Opens an event stream; the open socket once its head says 200, else the
-/// whole refusal.
+/// Opens an event stream of `token`; the open socket once its head says 200,
+/// else the whole refusal.
 fn stream(addr: SocketAddr, token: &str) -> Result<TcpStream, common::Response> {
+    let auth = format!("Authorization: Bearer {token}");
+    open(addr, "/v1/events/stream", &auth)
+}
+
+/// Opens the stream at `path` with one more header line; as [`stream`].
+fn open(addr: SocketAddr, path: &str, header: &str) -> Result<TcpStream, common::Response> {
     let mut s = connect(addr);
-    let raw = format!(
-        "GET /v1/events/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"
-    );
+    let raw = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{header}\r\n\r\n");
     s.write_all(raw.as_bytes()).unwrap();
     let mut seen = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -180,4 +185,34 @@ fn the_share_is_a_flag() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("--max-waits-per-token"), "{err}");
     }
+}
+
+#[test]
+fn the_web_views_live_updates_count_against_the_persons_token() {
+    let forum = TempForum::new();
+    let ann = forum.token("ann", &["--human"]);
+    let bob = forum.token("bob", &[]);
+    let server = Server::start(
+        &forum.db,
+        None,
+        &["--max-waits", "8", "--max-waits-per-token", "2"],
+    );
+    let addr = server.addr;
+    let browser = web_client::Browser::signed_in(&server, &ann);
+    let cookie = format!("Cookie: parley_session={}", browser.session().unwrap());
+    // Two pages following the forum: the person's share.
+    let pages: Vec<TcpStream> = (0..2)
+        .map(|_| open(addr, "/live", &cookie).unwrap())
+        .collect();
+    let third = open(addr, "/live", &cookie).expect_err("past the share");
+    assert_eq!(third.status, 503);
+    assert!(
+        String::from_utf8_lossy(&third.body).contains("too_many_waits"),
+        "{:?}",
+        String::from_utf8_lossy(&third.body)
+    );
+    // The same token over REST is past its share too; another token is not.
+    assert_share_refusal(&stream(addr, &ann).err().unwrap());
+    let other = stream(addr, &bob).unwrap();
+    drop((pages, other));
 }
