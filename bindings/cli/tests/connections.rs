@@ -155,16 +155,24 @@ fn past_the_cap_a_connection_is_refused_with_503_and_a_reason() {
         &["--max-connections", "2", "--header-timeout-ms", "60000"],
     );
     let addr = server.addr;
-    // Two kept-alive connections, each past one request: the server has accepted
-    // both, and they hold the cap while they idle.
-    let mut held: Vec<TcpStream> = (0..2)
+    // Two clients keep their connections busy, a request every few milliseconds:
+    // never idle nor stalled long enough for a newcomer to take their place.
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
         .map(|_| {
+            let stop = Arc::clone(&stop);
             let mut stream = connect(addr);
-            let resp = request_on(&mut stream, &keep_alive_get(addr)).unwrap();
-            assert_eq!(resp.status, 200);
-            stream
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let resp = request_on(&mut stream, &keep_alive_get(addr)).unwrap();
+                    assert_eq!(resp.status, 200);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stream
+            })
         })
         .collect();
+    std::thread::sleep(Duration::from_millis(300));
     let refused = try_http(addr, "GET", "/v1/manifest", &[], None).expect("an answer");
     assert_cap_refusal(&refused);
     // A post past the cap is refused the same way, before it is read.
@@ -181,18 +189,57 @@ fn past_the_cap_a_connection_is_refused_with_503_and_a_reason() {
     )
     .expect("an answer");
     assert_cap_refusal(&posted);
-    // One held connection goes: the next client is served (once the server has
-    // seen the close), and the refused post was never stored.
-    held.pop();
+    // The clients pause: their connections, kept alive and idle now, give way to
+    // the next client, and the refused post was never stored.
+    stop.store(true, Ordering::Relaxed);
+    let _held: Vec<TcpStream> = busy.into_iter().map(|t| t.join().unwrap()).collect();
     served_eventually(addr);
-    let threads = request_on(
-        &mut held[0],
-        format!("GET /v1/threads HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\n\r\n")
-            .as_bytes(),
+    let threads = try_http(
+        addr,
+        "GET",
+        "/v1/threads",
+        &[("Authorization", &auth)],
+        None,
     )
-    .unwrap();
+    .expect("an answer");
     assert_eq!(threads.status, 200);
     assert_eq!(threads.json()["items"], json!([]));
+}
+
+#[test]
+fn idle_kept_alive_connections_give_way_to_a_new_client() {
+    let forum = TempForum::new();
+    let server = Server::start(
+        &forum.db,
+        None,
+        &["--max-connections", "2", "--idle-timeout-ms", "60000"],
+    );
+    let addr = server.addr;
+    // Two kept-alive connections, idle after one request each, fill the cap.
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = connect(addr);
+            let resp = request_on(&mut stream, &keep_alive_get(addr)).unwrap();
+            assert_eq!(resp.status, 200);
+            stream
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // A newcomer is served at once (within the half-second a place is waited for),
+    // not refused until the idle timeout: the longest idle connection is closed.
+    let began = Instant::now();
+    assert_eq!(normal_client(addr).map_err(|r| r.status), Ok(()));
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        began.elapsed()
+    );
+    let closed = held
+        .iter_mut()
+        .map(|s| wait_for_close(s, Duration::from_secs(2)))
+        .filter(|e| matches!(e, Ending::Closed(_)))
+        .count();
+    assert!(closed >= 1, "no idle connection gave way");
 }
 
 #[test]

@@ -25,9 +25,10 @@
 //! it when the deadline of the phase it is in has passed.
 //!
 //! When the cap is full, a new connection waits a moment ([`stalls`]) for a place:
-//! one given back, or one taken from the connection that has stalled longest on the
-//! client's side (a head or a body that does not finish arriving). Stalled clients,
-//! however many, thus never keep a prompt one out for longer than that moment.
+//! one given back, or one taken from the connection that has waited on its client
+//! longest (a head or a body that does not finish arriving, or a kept-alive
+//! connection between requests). Such clients, however many, thus never keep a
+//! prompt one out for longer than that moment.
 //! Otherwise it is answered with a `503` carrying a JSON body (reason
 //! `too_many_connections`) and `Retry-After`, then closed. What the client sends meanwhile is read and discarded
 //! for a moment first, so that the close does not reset the connection before the
@@ -399,12 +400,13 @@ impl Cycle {
         self.word.load(Ordering::Relaxed) >> PHASE_SHIFT
     }
 
-    /// Since when the connection has been waiting for its client to finish sending
-    /// a request's head, or a body being read; `None` in any other phase.
-    pub(super) fn unfinished_since(&self) -> Option<Instant> {
+    /// Since when the connection has been waiting on its client: to finish sending
+    /// a request's head or a body being read, or (kept alive) to begin its next
+    /// request; `None` while a request is served.
+    pub(super) fn waiting_on_client_since(&self) -> Option<Instant> {
         let word = self.word.load(Ordering::Relaxed);
         let since = self.accepted + Duration::from_millis(word & SINCE_MASK);
-        matches!(word >> PHASE_SHIFT, HEAD | BODY).then_some(since)
+        matches!(word >> PHASE_SHIFT, HEAD | BODY | IDLE).then_some(since)
     }
 
     /// Moves from `from` to `to` (now), if the connection is in `from`.
@@ -684,15 +686,15 @@ mod tests {
         assert_eq!(cycle.phase(), HEAD);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.header_timeout);
         assert!(
-            cycle.unfinished_since().is_some(),
+            cycle.waiting_on_client_since().is_some(),
             "a head not all there is a stall"
         );
         cycle.enter_busy();
-        assert!(cycle.unfinished_since().is_none());
+        assert!(cycle.waiting_on_client_since().is_none());
         cycle.shift(BUSY, BODY);
         assert_eq!(cycle.phase(), BODY);
         assert!(cycle.deadline(&LIMITS).unwrap() <= Instant::now() + LIMITS.body_timeout);
-        assert!(cycle.unfinished_since().is_some());
+        assert!(cycle.waiting_on_client_since().is_some());
         cycle.shift(BODY, BUSY);
         assert_eq!(cycle.deadline(&LIMITS), None, "the body is in");
         cycle.enter(IDLE);

@@ -1,17 +1,19 @@
 //! The connections being served, and what a new connection does when the cap is
 //! full: it waits a moment for a place, given back by a connection that ends or
-//! taken from the connection that has stalled longest.
+//! taken from the connection that has waited on its client longest.
 //!
-//! A stalled connection is one waiting for its client to finish a request's head,
-//! or a body its handler is reading, for [`STALL_MIN`] or more: a prompt client
+//! A connection waits on its client while the client has yet to finish a request's
+//! head, or a body its handler is reading, or (kept alive) to begin its next
+//! request. Past [`STALL_MIN`] such a connection holds things up: a prompt client
 //! sends a request of this server's size (`request_max_bytes`) far faster. The
-//! header and body timeouts close such connections in the end, but until then as
-//! many of them as the cap would keep every other client out; so when a place is
-//! wanted, the one whose unfinished request began longest ago is closed and its
-//! place given to the newcomer. Trickling a byte now and then does not keep a
-//! request from being the oldest. A connection being served (the engine at work, a
-//! waiting read, an event stream) or idle between requests is never taken: its
-//! client is not the one holding things up.
+//! header, body and idle timeouts close such connections in the end, but until then
+//! as many of them as the cap would keep every other client out; so when a place is
+//! wanted, the one that has waited on its client longest is closed and its place
+//! given to the newcomer. Trickling a byte now and then does not keep a request
+//! from being the oldest. Closing an idle kept-alive connection is what HTTP
+//! allows a server at any time (RFC 9112 §9.6); its client opens another. A
+//! connection being served (the engine at work, a waiting read, an event stream) is
+//! never taken: the waits have a cap of their own (`--max-waits`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -85,15 +87,15 @@ impl Held {
         drop(entry);
     }
 
-    /// Takes the place of the connection stalled longest (at least [`STALL_MIN`]),
-    /// telling it to close.
+    /// Takes the place of the connection that has waited on its client longest (at
+    /// least [`STALL_MIN`]), telling it to close.
     fn evict(&self) -> Option<OwnedSemaphorePermit> {
         let now = Instant::now();
         let mut entries = self.lock();
         let victim = entries
             .map
             .iter()
-            .filter_map(|(id, e)| e.cycle.unfinished_since().map(|since| (since, *id)))
+            .filter_map(|(id, e)| e.cycle.waiting_on_client_since().map(|since| (since, *id)))
             .filter(|(since, _)| now.saturating_duration_since(*since) >= STALL_MIN)
             .min()
             .map(|(_, id)| id)?;
@@ -103,7 +105,7 @@ impl Held {
     }
 
     /// A place for a new connection while the cap is full: one given back, or one
-    /// taken from a stalled connection, within [`WAIT_MAX`]; `None` when neither
+    /// taken from one waiting on its client, within [`WAIT_MAX`]; `None` when neither
     /// comes.
     pub(super) async fn place_for(&self, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
         let deadline = Instant::now() + WAIT_MAX;
