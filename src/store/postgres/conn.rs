@@ -7,10 +7,13 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::Durability;
 use crate::error::{Error, Result};
+
+use super::tls::{self, SslMode};
 
 /// The most connections a store's calls hold at once when the URL's
 /// `max_connections` does not say (its listener holds one more).
@@ -56,6 +59,8 @@ pub(super) struct Target {
     pub(super) durability: Durability,
     /// The most connections the store's calls hold at once.
     max_connections: usize,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask (`tls.rs`).
+    tls: MakeRustlsConnect,
 }
 
 impl Target {
@@ -64,10 +69,17 @@ impl Target {
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
         let mut forum = DEFAULT_FORUM.to_string();
         let mut max_connections = MAX_CONNECTIONS;
+        // libpq's default: TLS when the server offers it.
+        let mut ssl_mode = SslMode::Prefer;
+        let mut root_cert = None;
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             if let Some(name) = pair.strip_prefix("forum=") {
                 forum = name.to_string();
+            } else if let Some(mode) = pair.strip_prefix("sslmode=") {
+                ssl_mode = SslMode::parse(mode).ok_or_else(|| tls::unknown_mode(&shown, mode))?;
+            } else if let Some(path) = pair.strip_prefix("sslrootcert=") {
+                root_cert = Some(std::path::PathBuf::from(percent_decoded(path)));
             } else if let Some(n) = pair.strip_prefix("max_connections=") {
                 max_connections = n
                     .parse()
@@ -113,6 +125,8 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("parley");
         }
+        config.ssl_mode(ssl_mode.driver());
+        let tls = tls::connector(&shown, ssl_mode, root_cert.as_deref())?;
         let schema = format!("parley_{forum}");
         Ok(Target {
             config,
@@ -122,13 +136,22 @@ impl Target {
             shown,
             durability,
             max_connections,
+            tls,
         })
     }
 
     /// A new connection, its session set for this forum.
     pub(super) fn connect(&self) -> Result<Client> {
-        let mut client = self.config.connect(NoTls).map_err(|e| {
-            Error::storage_caused_by(format!("cannot reach PostgreSQL at {}: {e}", self.shown), e)
+        let mut client = self.config.connect(self.tls.clone()).map_err(|e| {
+            // The driver's message names the step ("error performing TLS
+            // handshake"); its causes say why (a certificate for another name).
+            let mut text = format!("cannot reach PostgreSQL at {}: {e}", self.shown);
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            Error::storage_caused_by(text, e)
         })?;
         // The schema name is checked to be [a-z0-9_]: it needs no quoting.
         // Literals of queued writes (`sql.rs`) rely on standard strings.
@@ -144,6 +167,31 @@ impl Target {
         client.batch_execute(&setup).map_err(failed)?;
         Ok(client)
     }
+}
+
+/// `text` with its `%XX` escapes decoded (a URL parameter's value); an escape
+/// that is not one is kept as it is.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The advisory lock key of a schema: FNV-1a of its name, fixed for all releases
