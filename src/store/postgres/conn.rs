@@ -566,6 +566,20 @@ mod tests {
     }
 
     #[test]
+    fn sslrootcert_paths_are_percent_decoded_and_kept_from_libpq() {
+        assert_eq!(percent_decoded("/etc/my%20ca.pem"), "/etc/my ca.pem");
+        assert_eq!(percent_decoded("/a%2Fb%zz%4"), "/a/b%zz%4");
+        // sslrootcert is read when the URL is parsed, not passed on.
+        let err = Target::parse(
+            "postgres://u@h/db?sslmode=require&sslrootcert=%2Fnonexistent%2Fa%20b.pem",
+            Durability::Durable,
+        )
+        .err()
+        .expect("the file is read at once");
+        assert!(err.to_string().contains("/nonexistent/a b.pem"), "{err}");
+    }
+
+    #[test]
     fn max_connections_is_16_unless_the_url_says_and_stays_in_its_range() {
         let parse = |url: &str| Target::parse(url, Durability::Durable);
         assert_eq!(parse("postgres://u@h/db").unwrap().max_connections, 16);
