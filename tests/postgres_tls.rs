@@ -211,3 +211,16 @@ fn an_unknown_sslmode_or_a_verify_mode_without_a_root_certificate_is_refused() {
     ));
     assert!(text.contains("holds no usable CA certificate"), "{text}");
 }
+
+#[test]
+fn over_a_unix_socket_prefer_connects_in_the_clear_and_require_is_refused() {
+    let Some(base) = support::server() else {
+        return;
+    };
+    drop(opens(&support::fresh_url(
+        &format!("{base}&sslmode=prefer"),
+        "sock",
+    )));
+    let text = refused(&format!("{base}&sslmode=require"));
+    assert!(text.contains("does not support TLS"), "{text}");
+}
