@@ -2,6 +2,8 @@
 //! where the role or the database turns `synchronous_commit` off (a common tuning):
 //! the commit whose flush the engine relies on forces it on.
 
+#[path = "pg/database.rs"]
+mod database;
 #[path = "pg/support.rs"]
 mod support;
 
@@ -38,7 +40,7 @@ fn the_flushing_commit_runs_with_synchronous_commit_on_where_the_database_turns_
     let Some(base) = support::server() else {
         return;
     };
-    let db = support::Database::create(&base, "durable");
+    let db = database::Database::create(&base, "durable");
     db.admin(&format!(
         "ALTER DATABASE {0} SET synchronous_commit = off; \
          ALTER DATABASE {0} SET log_statement = 'all'",

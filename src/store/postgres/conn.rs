@@ -3,18 +3,26 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::Durability;
 use crate::error::{Error, Result};
 
-/// Idle connections kept for reuse; more may be open while calls run.
-const IDLE_MAX: usize = 32;
-/// How long a connection attempt may take when the URL does not say.
+use super::tls::{self, SslMode};
+
+/// The most connections a store's calls hold at once when the URL's
+/// `max_connections` does not say (its listener holds one more).
+const MAX_CONNECTIONS: usize = 16;
+/// The range `max_connections` may take: a store needs one; a server's
+/// `max_connections` is rarely set above a few thousand.
+const MAX_CONNECTIONS_RANGE: std::ops::RangeInclusive<usize> = 1..=1000;
+/// How long a connection attempt may take when the URL does not say; also how
+/// long a call waits for one of a full pool's connections.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The forum of a URL without a `forum` parameter.
 const DEFAULT_FORUM: &str = "main";
@@ -49,6 +57,10 @@ pub(super) struct Target {
     /// The URL without its password, for messages.
     pub(super) shown: String,
     pub(super) durability: Durability,
+    /// The most connections the store's calls hold at once.
+    max_connections: usize,
+    /// TLS as the URL's `sslmode` and `sslrootcert` ask (`tls.rs`).
+    tls: MakeRustlsConnect,
 }
 
 impl Target {
@@ -56,11 +68,32 @@ impl Target {
         let shown = without_password(url);
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
         let mut forum = DEFAULT_FORUM.to_string();
+        let mut max_connections = MAX_CONNECTIONS;
+        // libpq's default: TLS when the server offers it.
+        let mut ssl_mode = SslMode::Prefer;
+        let mut root_cert = None;
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.strip_prefix("forum=") {
-                Some(name) => forum = name.to_string(),
-                None => rest.push(pair),
+            if let Some(name) = pair.strip_prefix("forum=") {
+                forum = name.to_string();
+            } else if let Some(mode) = pair.strip_prefix("sslmode=") {
+                ssl_mode = SslMode::parse(mode).ok_or_else(|| tls::unknown_mode(&shown, mode))?;
+            } else if let Some(path) = pair.strip_prefix("sslrootcert=") {
+                root_cert = Some(std::path::PathBuf::from(percent_decoded(path)));
+            } else if let Some(n) = pair.strip_prefix("max_connections=") {
+                max_connections = n
+                    .parse()
+                    .ok()
+                    .filter(|n| MAX_CONNECTIONS_RANGE.contains(n))
+                    .ok_or_else(|| {
+                        Error::storage(format!(
+                            "{shown}: max_connections=`{n}` must be a whole number from {} to {}",
+                            MAX_CONNECTIONS_RANGE.start(),
+                            MAX_CONNECTIONS_RANGE.end()
+                        ))
+                    })?;
+            } else {
+                rest.push(pair);
             }
         }
         if forum.is_empty()
@@ -92,6 +125,8 @@ impl Target {
         if config.get_application_name().is_none() {
             config.application_name("parley");
         }
+        config.ssl_mode(ssl_mode.driver());
+        let tls = tls::connector(&shown, ssl_mode, root_cert.as_deref())?;
         let schema = format!("parley_{forum}");
         Ok(Target {
             config,
@@ -100,13 +135,23 @@ impl Target {
             schema,
             shown,
             durability,
+            max_connections,
+            tls,
         })
     }
 
     /// A new connection, its session set for this forum.
     pub(super) fn connect(&self) -> Result<Client> {
-        let mut client = self.config.connect(NoTls).map_err(|e| {
-            Error::storage_caused_by(format!("cannot reach PostgreSQL at {}: {e}", self.shown), e)
+        let mut client = self.config.connect(self.tls.clone()).map_err(|e| {
+            // The driver's message names the step ("error performing TLS
+            // handshake"); its causes say why (a certificate for another name).
+            let mut text = format!("cannot reach PostgreSQL at {}: {e}", self.shown);
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            Error::storage_caused_by(text, e)
         })?;
         // The schema name is checked to be [a-z0-9_]: it needs no quoting.
         // Literals of queued writes (`sql.rs`) rely on standard strings.
@@ -122,6 +167,31 @@ impl Target {
         client.batch_execute(&setup).map_err(failed)?;
         Ok(client)
     }
+}
+
+/// `text` with its `%XX` escapes decoded (a URL parameter's value); an escape
+/// that is not one is kept as it is.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The advisory lock key of a schema: FNV-1a of its name, fixed for all releases
@@ -273,7 +343,16 @@ pub(super) struct Pool {
     /// Set by the listener when another engine committed: this engine's cache is
     /// then stale (a hint for the next writer; the forum's generation decides).
     pub(super) foreign: AtomicBool,
-    idle: Mutex<Vec<Conn>>,
+    slots: Mutex<Slots>,
+    /// Rung when a connection goes back idle or is closed.
+    freed: Condvar,
+}
+
+/// The pool's connections: those idle, and how many are open (idle or on loan).
+#[derive(Default)]
+struct Slots {
+    idle: Vec<Conn>,
+    open: usize,
 }
 
 impl Pool {
@@ -286,28 +365,70 @@ impl Pool {
             cache: Default::default(),
             engine: format!("{:016x}", u64::from_le_bytes(bytes)),
             foreign: AtomicBool::new(false),
-            idle: Mutex::new(Vec::new()),
+            slots: Mutex::default(),
+            freed: Condvar::new(),
         })
     }
 
-    /// An idle connection, or a new one. A connection the server closed is never
-    /// handed out again: after an outage the next call connects anew.
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An idle connection, or a new one while fewer than `max_connections` are
+    /// open; else the first one freed, waited for up to the connect timeout. So
+    /// however many calls arrive at once, the store never holds more connections
+    /// than the URL allows, and the database's are left for others. A connection
+    /// the server closed is never handed out again: after an outage the next call
+    /// connects anew.
     pub(super) fn take(&self) -> Result<Pooled<'_>> {
+        let max = self.target.max_connections;
+        let wait = self
+            .target
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let deadline = Instant::now() + wait;
+        let mut slots = self.slots();
         loop {
-            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            match idle {
-                Some(conn) if conn.client.is_closed() => continue,
-                Some(conn) => {
-                    return Ok(Pooled {
-                        conn: Some(conn),
-                        pool: self,
-                        discarded: false,
-                    })
+            while let Some(conn) = slots.idle.pop() {
+                if conn.client.is_closed() {
+                    slots.open -= 1;
+                    continue;
                 }
-                None => break,
+                return Ok(Pooled {
+                    conn: Some(conn),
+                    pool: self,
+                    discarded: false,
+                });
             }
+            if slots.open < max {
+                slots.open += 1;
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::storage(format!(
+                    "all {max} connections to PostgreSQL at {} stayed busy for {} ms \
+                     (the URL's max_connections)",
+                    self.target.shown,
+                    wait.as_millis()
+                )));
+            }
+            slots = self
+                .freed
+                .wait_timeout(slots, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
-        let client = self.target.connect()?;
+        drop(slots);
+        let client = match self.target.connect() {
+            Ok(client) => client,
+            Err(e) => {
+                self.closed(1);
+                return Err(e);
+            }
+        };
         Ok(Pooled {
             conn: Some(Conn {
                 client,
@@ -320,9 +441,19 @@ impl Pool {
         })
     }
 
+    /// Counts `n` connections closed, and wakes calls waiting for one.
+    fn closed(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.slots().open -= n;
+        self.freed.notify_all();
+    }
+
     /// Drops every idle connection (after a failure that may have hit them all).
     fn clear(&self) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let dropped = std::mem::take(&mut self.slots().idle);
+        self.closed(dropped.len());
     }
 }
 
@@ -370,12 +501,12 @@ impl Drop for Pooled<'_> {
             return;
         };
         if self.discarded || conn.client.is_closed() {
+            drop(conn);
+            self.pool.closed(1);
             return;
         }
-        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < IDLE_MAX {
-            idle.push(conn);
-        }
+        self.pool.slots().idle.push(conn);
+        self.pool.freed.notify_one();
     }
 }
 
@@ -432,5 +563,43 @@ mod tests {
         assert_eq!(d.schema, "parley_main");
         assert_ne!(t.lock, d.lock);
         assert!(Target::parse("postgres://u@h/db?bogus=1", Durability::Durable).is_err());
+    }
+
+    #[test]
+    fn sslrootcert_paths_are_percent_decoded_and_kept_from_libpq() {
+        assert_eq!(percent_decoded("/etc/my%20ca.pem"), "/etc/my ca.pem");
+        assert_eq!(percent_decoded("/a%2Fb%zz%4"), "/a/b%zz%4");
+        // sslrootcert is read when the URL is parsed, not passed on.
+        let err = Target::parse(
+            "postgres://u@h/db?sslmode=require&sslrootcert=%2Fnonexistent%2Fa%20b.pem",
+            Durability::Durable,
+        )
+        .err()
+        .expect("the file is read at once");
+        assert!(err.to_string().contains("/nonexistent/a b.pem"), "{err}");
+    }
+
+    #[test]
+    fn max_connections_is_16_unless_the_url_says_and_stays_in_its_range() {
+        let parse = |url: &str| Target::parse(url, Durability::Durable);
+        assert_eq!(parse("postgres://u@h/db").unwrap().max_connections, 16);
+        let t = parse("postgres://u@h/db?max_connections=3&forum=a").unwrap();
+        assert_eq!(t.max_connections, 3);
+        assert_eq!(t.schema, "parley_a");
+        assert_eq!(
+            parse("postgres://u@h/db?max_connections=1000")
+                .unwrap()
+                .max_connections,
+            1000
+        );
+        for bad in ["0", "1001", "-1", "many", ""] {
+            let err = parse(&format!("postgres://u:pw@h/db?max_connections={bad}"))
+                .err()
+                .unwrap_or_else(|| panic!("max_connections={bad} is refused"));
+            let text = err.to_string();
+            assert!(text.contains("max_connections=`"), "{text}");
+            assert!(text.contains("from 1 to 1000"), "{text}");
+            assert!(!text.contains(":pw@"), "{text}");
+        }
     }
 }

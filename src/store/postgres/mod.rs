@@ -24,6 +24,7 @@ mod posts;
 mod read;
 mod schema;
 mod sql;
+mod tls;
 mod write;
 
 use std::sync::Arc;
