@@ -73,7 +73,8 @@ impl Forum {
     /// Opens the forum at `path` as [`Forum::open`] does, but only a forum that is
     /// already there: a missing or empty file is refused and left as it was (not a
     /// byte written), so that a mistyped path on a read never starts a forum. A
-    /// `postgres://` URL opens as with [`Forum::open`].
+    /// `postgres://` URL naming a forum the database does not hold is refused the
+    /// same way, nothing created.
     pub fn open_existing(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         Forum::open_in(path.as_ref(), config, false)
     }
@@ -82,7 +83,11 @@ impl Forum {
         config.validate()?;
         if let Some(text) = path.to_str() {
             if is_postgres_url(text) {
-                let store = PgStore::open(text, config.durability)?;
+                let store = if create {
+                    PgStore::open(text, config.durability)?
+                } else {
+                    PgStore::open_existing(text, config.durability)?
+                };
                 return Forum::with_store(Box::new(store), config);
             }
             // Another database's URL is refused, not taken for a file's name (nor

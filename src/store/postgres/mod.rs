@@ -60,11 +60,22 @@ impl PgStore {
     /// application is refused and left untouched; one written by a newer release is
     /// refused with [`crate::Error::SchemaTooNew`].
     pub fn open(url: &str, durability: Durability) -> Result<Self> {
+        PgStore::open_in(url, durability, true)
+    }
+
+    /// Opens the forum `url` names only if it is already there: a forum missing from
+    /// the database is refused and nothing is created, so that a mistyped
+    /// `?forum=` on a read never starts one.
+    pub fn open_existing(url: &str, durability: Durability) -> Result<Self> {
+        PgStore::open_in(url, durability, false)
+    }
+
+    fn open_in(url: &str, durability: Durability, create: bool) -> Result<Self> {
         let target = Target::parse(url, durability)?;
         let pool = Arc::new(Pool::new(target)?);
         let cursor_key = {
             let mut conn = pool.take()?;
-            schema::prepare(&mut conn)?
+            schema::prepare(&mut conn, create)?
         };
         let listener = listen::Listener::start(Arc::clone(&pool));
         Ok(PgStore {

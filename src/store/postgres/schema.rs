@@ -67,8 +67,9 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this release writes.
 pub(super) const SCHEMA_VERSION: u64 = MIGRATIONS.len() as u64;
 
-/// Creates or migrates the forum's schema; returns its cursor key.
-pub(super) fn prepare(pooled: &mut Pooled<'_>) -> Result<u64> {
+/// Migrates the forum's schema, creating it first when `create` is set (a forum
+/// that is not there is otherwise refused, nothing created); returns its cursor key.
+pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<u64> {
     let (target_schema, lock, shown) = {
         let t = pooled.target();
         (t.schema.clone(), t.lock, t.shown.clone())
@@ -90,6 +91,13 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>) -> Result<u64> {
                 "{shown}: the schema {target_schema} holds tables of another application \
                  ({}); Parley left it untouched. Name another forum with ?forum=NAME",
                 tables.join(", ")
+            )));
+        }
+        if tables.is_empty() && !create {
+            return Err(Error::NotAForum(format!(
+                "{shown}: no forum in the schema {target_schema}; Parley created none \
+                 (only an open that may create a forum starts one: `parley serve`, \
+                 `parley token create`, `Forum::open`)"
             )));
         }
         conn.batch(&format!("CREATE SCHEMA IF NOT EXISTS {target_schema}"))?;
