@@ -96,7 +96,8 @@ fn topic(body: &str) -> String {
 
 impl Forum {
     pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
-        self.post_applied(token, args).map(Applied::render)
+        let guards = self.config.guards;
+        self.post_applied(token, args).map(|a| a.render(guards))
     }
 
     /// `post`, before its result is shown.
@@ -169,7 +170,7 @@ impl Forum {
             match self.replay_early(&job, hint) {
                 Ok(None) => {}
                 Ok(Some(replay)) => {
-                    early.push(Some(Ok(replay.render())));
+                    early.push(Some(Ok(replay.render(self.config.guards))));
                     continue;
                 }
                 Err(e) => {
@@ -189,7 +190,7 @@ impl Forum {
         }
         let mut done = outcomes
             .into_iter()
-            .map(|outcome| outcome.map(Applied::render));
+            .map(|outcome| outcome.map(|a| a.render(self.config.guards)));
         early
             .into_iter()
             .map(|e| e.unwrap_or_else(|| done.next().expect("one outcome per job")))
@@ -217,7 +218,13 @@ impl Forum {
         }
         self.check_rate(tx, caller, now)?;
         let place = resolve(tx, &env)?;
-        let effect = decide::check(&caller.actor(), &env, &place, &self.config.limits)?;
+        let effect = decide::check(
+            &caller.actor(),
+            &env,
+            &place,
+            &self.config.limits,
+            self.config.guards,
+        )?;
         let applied = self.write_post(tx, caller, env, place, effect, now)?;
         if let Some(key) = key {
             let post = Remembered {
@@ -289,6 +296,7 @@ impl Forum {
 
         let parent = place.parent.take();
         let body_hash = env.body_hash;
+        let folded_hash = env.folded_hash;
         let mut message = message_record(msg_id, thread.id, parent.as_ref(), caller, env, now);
 
         // Claims (§10).
@@ -303,6 +311,17 @@ impl Forum {
         )?;
 
         thread.last_body.insert(caller.identity.clone(), body_hash);
+        // The guards' state (§15) is kept whether the profile is on or not, so
+        // that switching it on finds it current. Progress: a new thread, a person,
+        // or a change of this thread's state or of one of its claims' status.
+        let progress = new_thread || changes.iter().any(|(t, _)| *t == thread.id);
+        thread.guards.count(act, caller.human, progress);
+        thread.guards.remember(
+            msg_id,
+            &caller.identity,
+            folded_hash,
+            self.config.limits.echo_window,
+        );
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -401,6 +420,7 @@ fn new_thread(id: u64, root: u64, caller: &Caller, env: &Checked, now: i64) -> T
         last_message: root,
         root_kind: env.act,
         last_body: Default::default(),
+        guards: Default::default(),
     }
 }
 
@@ -544,14 +564,15 @@ pub(crate) struct Applied {
 
 impl Applied {
     /// The result of `post` (SPEC §11): `message`, `thread`, then `event` or
-    /// `events` when states changed, and `claim`.
-    fn render(self) -> Value {
+    /// `events` when states changed, and `claim`. `guards`: whether the thread
+    /// shows `since_progress` (the guards profile is on).
+    fn render(self, guards: bool) -> Value {
         let mut out = Map::new();
         out.insert(
             "message".into(),
             Value::Object(view::message_owned(self.message)),
         );
-        out.insert("thread".into(), view::thread(&self.thread));
+        out.insert("thread".into(), view::thread(&self.thread, guards));
         let mut events: Vec<Value> = self.events.iter().map(view::event).collect();
         match events.len() {
             0 => {}
