@@ -348,7 +348,7 @@ fn no_progress_refuses_content_at_the_limit_and_never_marks_or_people() {
 }
 
 #[test]
-fn the_guards_come_after_repeated_body_echo_first_and_before_the_transition() {
+fn the_guards_come_after_repeated_body_echo_first_and_before_the_limits() {
     let limits = Limits::default();
     // Echo and no progress at once: echoed_body wins.
     let mut p = guarded_place(24, &[(5, "r:bob", "same words")]);
@@ -367,15 +367,16 @@ fn the_guards_come_after_repeated_body_echo_first_and_before_the_transition() {
         reason(check(&ALICE, &note, &p, &limits, true)),
         Reason::RepeatedBody
     );
-    // An answer to a closed (unconfirmed) thread would be invalid_transition;
-    // no_progress comes first.
+    // A full thread would be limit_exceeded; no_progress comes first.
     let mut p = guarded_place(24, &[]);
-    p.thread.as_mut().unwrap().state = State::Closed;
+    p.thread.as_mut().unwrap().message_count = 1000;
     let answer = env(json!({ "kind": "answer", "thread": "th_1", "body": "x" }));
-    let transition_only = check(&ALICE, &answer, &p, &limits, false);
+    assert_eq!(
+        reason(check(&ALICE, &answer, &p, &limits, false)),
+        Reason::LimitExceeded
+    );
     assert_eq!(
         reason(check(&ALICE, &answer, &p, &limits, true)),
-        Reason::NoProgress,
-        "without the guards: {transition_only:?}"
+        Reason::NoProgress
     );
 }
