@@ -199,8 +199,11 @@ def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) ->
         429: parley.RateLimited,
     }.get(refusal.status)
     # A reason with a class of its own, a subclass of its status's.
-    if refusal.reason == "state_changed":
-        expected_class = parley.StateChanged
+    expected_class = {
+        "state_changed": parley.StateChanged,
+        "echoed_body": parley.EchoedBody,
+        "no_progress": parley.NoProgress,
+    }.get(refusal.reason, expected_class)
     if expected_class is None or type(refusal) is not expected_class:
         failures.append(f"{head}: status {refusal.status} raised {type(refusal).__name__}")
     if (refusal.reason, refusal.status, refusal.message) != (
