@@ -568,3 +568,57 @@ fn a_file_written_before_the_profile_starts_counting_at_zero() {
     ));
     assert_eq!(refused.reason, Reason::NoProgress);
 }
+
+/// A claim's change of status is progress in the claim's thread, even when the
+/// post that changed it went to another thread (a refute posted elsewhere).
+#[test]
+fn a_claim_refuted_from_another_thread_restarts_its_threads_count() {
+    for (name, forum, _dir) in forums("claims", json!({})) {
+        let c = cast(&forum);
+        let asserted = post(
+            &forum,
+            &c.bob,
+            json!({ "kind": "assert", "body": "The cache hit rate is above 90%.",
+                    "evidence": [ { "kind": "log", "ref": "metrics/cache.log" } ] }),
+        )
+        .unwrap();
+        let (claims, claim) = (id(&asserted, "/thread/id"), id(&asserted, "/claim/id"));
+        for body in ["Over which window?", "Since Monday?", "Per host?"] {
+            post(
+                &forum,
+                &c.carol,
+                json!({ "kind": "note", "thread": claims, "body": body }),
+            )
+            .unwrap();
+        }
+        assert_eq!(since(&forum, &c.ann, &claims), 3, "{name}");
+        let other = post(
+            &forum,
+            &c.bob,
+            json!({ "kind": "ask", "body": "Is the cache warm after a deploy?" }),
+        )
+        .unwrap();
+        let other = id(&other, "/thread/id");
+        let refuted = post(
+            &forum,
+            &c.dave,
+            json!({ "kind": "refute", "claim": claim, "thread": other, "body": "Not after a deploy.",
+                    "evidence": [ { "kind": "log", "ref": "metrics/after-deploy.log" } ] }),
+        )
+        .unwrap();
+        assert_eq!(refuted["thread"]["id"], other.as_str());
+        assert_eq!(
+            refuted["thread"]["since_progress"], 1,
+            "{name}: no claim of its own changed"
+        );
+        assert_eq!(since(&forum, &c.ann, &claims), 0, "{name}");
+        // The next post to the claim's thread counts from there.
+        let next = post(
+            &forum,
+            &c.carol,
+            json!({ "kind": "note", "thread": claims, "body": "Refuted, then." }),
+        )
+        .unwrap();
+        assert_eq!(next["thread"]["since_progress"], 1, "{name}");
+    }
+}

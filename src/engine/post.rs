@@ -333,6 +333,7 @@ impl Forum {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }
 
+        restart_other_counts(tx, thread.id, &changes)?;
         let confirmed = thread.state_confirmed_at.is_some();
         let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {
@@ -389,6 +390,30 @@ impl Forum {
     fn ttl_ms(&self) -> i64 {
         (self.config.limits.idempotency_ttl_s as i64).saturating_mul(1000)
     }
+}
+
+/// A claim's change of status is progress in the claim's thread (SPEC §15), which
+/// may not be the thread posted to (a refute or a supersession across threads):
+/// that thread's count restarts, in the same transaction.
+fn restart_other_counts(
+    tx: &mut dyn WriteTx,
+    posted_to: u64,
+    changes: &[(u64, Change)],
+) -> Result<()> {
+    let mut done: Vec<u64> = Vec::new();
+    for (id, change) in changes {
+        if *id == posted_to || done.contains(id) || !matches!(change, Change::Claim { .. }) {
+            continue;
+        }
+        done.push(*id);
+        if let Some(mut other) = tx.thread(*id)? {
+            if other.guards.since_progress != 0 {
+                other.guards.since_progress = 0;
+                tx.put_thread(&Arc::new(other))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a thread sits in the turn and activity indexes: a locked thread (closed
