@@ -51,6 +51,8 @@ impl PyForum {
 #[pymethods]
 impl PyForum {
     #[new]
+    // One argument per keyword of `parley.Forum(...)`, as Python callers see them.
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(
         signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, durable=true, clock=None),
         text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards'], guards=None, durable=True, clock=None)"
