@@ -622,3 +622,36 @@ fn a_claim_refuted_from_another_thread_restarts_its_threads_count() {
         assert_eq!(next["thread"]["since_progress"], 1, "{name}");
     }
 }
+
+/// Off, the profile keeps nothing: a thread posted to while it was off starts
+/// afresh when it is switched on again (no count, an empty echo window), rather
+/// than being judged by a window that went stale meanwhile.
+#[test]
+fn a_thread_posted_to_with_the_profile_off_starts_afresh_when_it_is_on_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    let (c, thread, answer) = {
+        let forum = Forum::open(&path, settings(json!({}))).unwrap();
+        let c = cast(&forum);
+        let (thread, answer) = answered(&forum, &c);
+        let (accepted, _) = ping_pong(&forum, &c, &thread, "a", &answer, 20);
+        assert_eq!(accepted, 20);
+        (c, thread, answer)
+    };
+    {
+        let forum = Forum::open(&path, settings(json!({ "guards": false }))).unwrap();
+        post(
+            &forum,
+            &c.dave,
+            json!({ "kind": "note", "thread": thread, "body": "Dave, while off." }),
+        )
+        .unwrap();
+    }
+    let forum = Forum::open(&path, settings(json!({}))).unwrap();
+    assert_eq!(since(&forum, &c.ann, &thread), 0);
+    // Carol's last acknowledgement was in the window before; it is not now.
+    let echo =
+        json!({ "kind": "note", "parent": answer, "body": "thanks for 19 noted number 19 a" });
+    let v = post(&forum, &c.bob, echo).unwrap();
+    assert_eq!(v["thread"]["since_progress"], 1);
+}

@@ -16,10 +16,11 @@ use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::Needs;
 use crate::protocol::decide::{self, Parent, Place};
 use crate::protocol::envelope::{self, Checked, Idempotency};
+use crate::protocol::guards;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
-    Change, EventRec, MessageRec, PostKey, Remembered, ThreadRec, ThreadSpot,
+    Change, EventRec, GuardState, MessageRec, PostKey, Remembered, ThreadRec, ThreadSpot,
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
@@ -296,7 +297,6 @@ impl Forum {
 
         let parent = place.parent.take();
         let body_hash = env.body_hash;
-        let folded_hash = env.folded_hash;
         let mut message = message_record(msg_id, thread.id, parent.as_ref(), caller, env, now);
 
         // Claims (§10).
@@ -311,17 +311,23 @@ impl Forum {
         )?;
 
         thread.last_body.insert(caller.identity.clone(), body_hash);
-        // The guards' state (§15) is kept whether the profile is on or not, so
-        // that switching it on finds it current. Progress: a new thread, a person,
-        // or a change of this thread's state or of one of its claims' status.
-        let progress = new_thread || changes.iter().any(|(t, _)| *t == thread.id);
-        thread.guards.count(act, caller.human, progress);
-        thread.guards.remember(
-            msg_id,
-            &caller.identity,
-            folded_hash,
-            self.config.limits.echo_window,
-        );
+        let guards = self.config.guards;
+        if guards {
+            // The guards' state (§15). Progress: a new thread, a person, or a
+            // change of this thread's state or of one of its claims' status.
+            let progress = new_thread || changes.iter().any(|(t, _)| *t == thread.id);
+            thread.guards.count(act, caller.human, progress);
+            let window = self.config.limits.echo_window;
+            let folded = guards::folded_hash(&message.body);
+            thread
+                .guards
+                .remember(msg_id, &caller.identity, folded, window);
+        } else {
+            // Off, the profile costs nothing and keeps nothing: a thread starts
+            // afresh (no count, an empty window) when it is switched on again,
+            // rather than judged by a stale window.
+            thread.guards = GuardState::default();
+        }
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -333,7 +339,9 @@ impl Forum {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }
 
-        restart_other_counts(tx, thread.id, &changes)?;
+        if guards {
+            restart_other_counts(tx, thread.id, &changes)?;
+        }
         let confirmed = thread.state_confirmed_at.is_some();
         let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {

@@ -221,7 +221,12 @@ fn check_guards(
         return Ok(());
     }
     let state = &thread.guards;
-    if let Some(echoed) = state.echoes(actor.identity, env.folded_hash, limits.echo_window) {
+    let window = limits.echo_window;
+    let echoed = match window {
+        0 => None,
+        _ => state.echoes(actor.identity, guards::folded_hash(&env.body), window),
+    };
+    if let Some(echoed) = echoed {
         return Err(Refusal::new(
             Reason::EchoedBody,
             format!(

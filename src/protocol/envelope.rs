@@ -52,8 +52,6 @@ pub(crate) struct Checked {
     pub body: String,
     /// The hash of the body with its whitespace runs collapsed, for the repeat guard.
     pub body_hash: u64,
-    /// The hash of the folded body, for the echo guard (SPEC §15).
-    pub folded_hash: u64,
     /// `provenance`, kept as sent (only `model` and `client`).
     pub provenance: Option<Map<String, Value>>,
     /// `to`.
@@ -167,7 +165,6 @@ pub(crate) fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<C
         extension,
         body: body.to_string(),
         body_hash: body_hash(body),
-        folded_hash: super::guards::folded_hash(body),
         provenance,
         to,
         state,
