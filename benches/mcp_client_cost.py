@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = 2.0
 INBOX_ITEMS = 20
 MCP1 = "mcp==1.30.0"
-SETTINGS = {"durable": False, "limits": {"writes_per_minute": 0, "thread_max_messages": 1_000_000}}
+SETTINGS = {"durable": False, "limits": {"writes_per_minute": 0, "thread_max_messages": 1_000_000, "progress_max_messages": 0}}
 LOG_LINE = re.compile(r'tool="?(?P<tool>[a-z_]+)"?.*?\bms=(?P<ms>[0-9.]+)')
 
 

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.5
-SETTINGS_LIMITS = {"writes_per_minute": 0, "thread_max_messages": 1_000_000}
+SETTINGS_LIMITS = {"writes_per_minute": 0, "thread_max_messages": 1_000_000, "progress_max_messages": 0}
 ROOTS = 64
 WARMUP = 50
 MASK = (1 << 64) - 1

@@ -38,6 +38,13 @@ pub struct Limits {
     pub wait_max_ms: usize,
     /// How long an `idempotency_key` is remembered, in seconds (SPEC §14.3).
     pub idempotency_ttl_s: usize,
+    /// Content messages by `llm` authors a thread takes without progress before
+    /// the next is refused as `no_progress` (the guards profile, SPEC §15); 0
+    /// switches the rule off.
+    pub progress_max_messages: usize,
+    /// How many of the newest messages by other identities a post may not echo
+    /// (`echoed_body`, SPEC §15); 0 switches the rule off.
+    pub echo_window: usize,
 }
 
 impl Default for Limits {
@@ -57,13 +64,15 @@ impl Default for Limits {
             request_max_bytes: 65536,
             wait_max_ms: 30_000,
             idempotency_ttl_s: 86_400,
+            progress_max_messages: 24,
+            echo_window: 8,
         }
     }
 }
 
 impl Limits {
     /// The limits as `(name, value)` pairs, in manifest order.
-    pub fn entries(&self) -> [(&'static str, usize); 14] {
+    pub fn entries(&self) -> [(&'static str, usize); 16] {
         [
             ("body_max_chars", self.body_max_chars),
             ("provenance_max_chars", self.provenance_max_chars),
@@ -79,6 +88,8 @@ impl Limits {
             ("request_max_bytes", self.request_max_bytes),
             ("wait_max_ms", self.wait_max_ms),
             ("idempotency_ttl_s", self.idempotency_ttl_s),
+            ("progress_max_messages", self.progress_max_messages),
+            ("echo_window", self.echo_window),
         ]
     }
 
@@ -100,6 +111,8 @@ impl Limits {
             "request_max_bytes" => &mut self.request_max_bytes,
             "wait_max_ms" => &mut self.wait_max_ms,
             "idempotency_ttl_s" => &mut self.idempotency_ttl_s,
+            "progress_max_messages" => &mut self.progress_max_messages,
+            "echo_window" => &mut self.echo_window,
             _ => return false,
         };
         *slot = value;
@@ -107,8 +120,10 @@ impl Limits {
     }
 
     fn validate(&self) -> Result<()> {
+        // These three are switched off by 0.
+        let may_be_off = ["writes_per_minute", "progress_max_messages", "echo_window"];
         for (name, value) in self.entries() {
-            if value == 0 && name != "writes_per_minute" {
+            if value == 0 && !may_be_off.contains(&name) {
                 return Err(Error::InvalidArgument(format!(
                     "limit {name} must be at least 1"
                 )));
@@ -152,6 +167,9 @@ pub struct Config {
     pub dialectic: bool,
     /// Whether the listen profile (SPEC §14.2: `wait_ms` on reads) is on; default on.
     pub listen: bool,
+    /// Whether the guards profile (SPEC §15: `echoed_body`, `no_progress`) is on;
+    /// default on. Its limits are `progress_max_messages` and `echo_window`.
+    pub guards: bool,
     /// Durable (the default) or volatile commits.
     pub durability: Durability,
     /// The clock.
@@ -167,6 +185,7 @@ impl Default for Config {
             limits: Limits::default(),
             dialectic: true,
             listen: true,
+            guards: true,
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
             progress: None,
@@ -181,6 +200,7 @@ impl std::fmt::Debug for Config {
             .field("limits", &self.limits)
             .field("dialectic", &self.dialectic)
             .field("listen", &self.listen)
+            .field("guards", &self.guards)
             .field("durability", &self.durability)
             .finish_non_exhaustive()
     }
@@ -195,11 +215,12 @@ impl Config {
     /// Reads settings from JSON, as the C ABI, Python and transcripts pass them:
     ///
     /// ```json
-    /// { "realm": "ainotes", "limits": { "body_max_chars": 500 },
-    ///   "profiles": ["dialectic", "listen"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
+    /// { "realm": "ainotes", "limits": { "body_max_chars": 500, "progress_max_messages": 24 },
+    ///   "profiles": ["dialectic", "listen", "guards"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
     /// ```
     ///
-    /// Every key is optional; absent ones keep their defaults. `clock` fixes the clock
+    /// Every key is optional; absent ones keep their defaults. `"guards": false`
+    /// (or `true`) switches the guards profile alone, after `profiles`. `clock` fixes the clock
     /// at that instant. An unknown key or a wrong type is an [`Error::InvalidArgument`].
     pub fn from_json(settings: &Value) -> Result<Config> {
         let bad = |msg: String| Error::InvalidArgument(msg);
@@ -230,6 +251,7 @@ impl Config {
                         .collect::<Result<Vec<_>>>()?;
                     config.set_profiles(&names)?;
                 }
+                "guards" => {}
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -247,17 +269,25 @@ impl Config {
                 other => return Err(bad(format!("unknown setting `{other}`"))),
             }
         }
+        // After `profiles`, whatever the order of the keys.
+        if let Some(guards) = obj.get("guards") {
+            config.guards = guards
+                .as_bool()
+                .ok_or_else(|| bad("guards must be true or false".into()))?;
+        }
         config.validate()?;
         Ok(config)
     }
 
-    /// Switches on the profiles named (`dialectic`, `listen`) and off the others.
+    /// Switches on the profiles named (`dialectic`, `listen`, `guards`) and off
+    /// the others.
     pub fn set_profiles<S: AsRef<str>>(&mut self, names: &[S]) -> Result<()> {
-        let (mut dialectic, mut listen) = (false, false);
+        let (mut dialectic, mut listen, mut guards) = (false, false, false);
         for name in names {
             match name.as_ref() {
                 "dialectic" => dialectic = true,
                 "listen" => listen = true,
+                "guards" => guards = true,
                 other => {
                     return Err(Error::InvalidArgument(format!(
                         "unknown profile {}",
@@ -266,7 +296,7 @@ impl Config {
                 }
             }
         }
-        (self.dialectic, self.listen) = (dialectic, listen);
+        (self.dialectic, self.listen, self.guards) = (dialectic, listen, guards);
         Ok(())
     }
 
@@ -313,8 +343,33 @@ mod tests {
         assert_eq!(c.realm, "lab");
         assert_eq!(c.limits.body_max_chars, 10);
         assert!(!c.dialectic);
+        assert!(!c.guards, "profiles lists what is on");
         assert_eq!(c.durability, Durability::Volatile);
         assert_eq!((c.clock)(), 1_796_040_000_000);
+    }
+
+    #[test]
+    fn the_guards_are_on_by_default_and_switched_by_profiles_or_alone() {
+        let c = Config::from_json(&json!({})).unwrap();
+        assert!(c.guards);
+        assert_eq!(
+            (c.limits.progress_max_messages, c.limits.echo_window),
+            (24, 8)
+        );
+        let off = Config::from_json(&json!({"guards": false, "profiles": ["guards"]})).unwrap();
+        assert!(
+            !off.guards,
+            "the key wins over the list, whatever the order"
+        );
+        let on = Config::from_json(&json!({"profiles": ["dialectic", "guards"]})).unwrap();
+        assert!(on.guards && !on.listen);
+        let zero =
+            Config::from_json(&json!({"limits": {"progress_max_messages": 0, "echo_window": 0}}))
+                .unwrap();
+        assert_eq!(
+            (zero.limits.progress_max_messages, zero.limits.echo_window),
+            (0, 0)
+        );
     }
 
     #[test]
@@ -328,6 +383,8 @@ mod tests {
             json!({"realm": "Bad Realm"}),
             json!({"durable": "yes"}),
             json!({"limits": {"page_default": 300}}),
+            json!({"guards": "no"}),
+            json!({"limits": {"thread_max_depth": 0}}),
         ] {
             assert!(
                 matches!(Config::from_json(&bad), Err(Error::InvalidArgument(_))),

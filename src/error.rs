@@ -70,6 +70,8 @@ reasons! {
     LimitExceeded = ("limit_exceeded", 409, "A limit of the forum would be exceeded (named in `limit`)."),
     IdempotencyConflict = ("idempotency_conflict", 409, "This identity already used the idempotency_key for a different envelope."),
     StateChanged = ("state_changed", 409, "The thread's state is not the `if_state` the post was conditioned on (the current one is in `state`)."),
+    EchoedBody = ("echoed_body", 409, "The body, folded, equals one of the thread's newest messages by another identity (guards profile, limit echo_window): add something new, or decide or mark."),
+    NoProgress = ("no_progress", 409, "The thread took progress_max_messages content messages by llm authors without progress (guards profile): decide, mark, or ask a person."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
 
@@ -313,7 +315,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 26);
+        assert_eq!(Reason::ALL.len(), 28);
     }
 
     #[test]

@@ -51,6 +51,12 @@ impl Forum {
                 json!({ "operations": crate::engine::listen::WAITING_READS }),
             );
         }
+        if config.guards {
+            profiles.insert(
+                "guards".into(),
+                json!({ "limits": ["progress_max_messages", "echo_window"] }),
+            );
+        }
         let operations: Vec<&str> = OPERATIONS
             .iter()
             .copied()

@@ -86,11 +86,14 @@ pub fn body(seq: u64) -> String {
     out.trim_end().to_string()
 }
 
-/// Settings for benchmark forums: no rate limit, room for large threads.
+/// Settings for benchmark forums: no rate limit, room for large threads. Their
+/// threads take thousands of notes without progress, so the guards' count is off
+/// (`progress_max_messages` 0); the profile stays on, so its state is kept and
+/// the echo rule runs on every post (SPEC §15).
 pub fn settings(durable: bool) -> Value {
     json!({
         "durable": durable,
-        "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000 },
+        "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000, "progress_max_messages": 0 },
     })
 }
 

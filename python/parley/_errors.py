@@ -23,6 +23,8 @@ __all__ = [
     "NotFound",
     "Conflict",
     "StateChanged",
+    "EchoedBody",
+    "NoProgress",
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
@@ -76,8 +78,8 @@ class Refusal(ParleyError):
         """
         status = data.get("status")
         cls = _BY_STATUS.get(status, Refusal) if isinstance(status, int) else Refusal
-        if cls is Conflict and data.get("reason") == "state_changed":
-            cls = StateChanged
+        if cls is Conflict:
+            cls = _BY_REASON.get(str(data.get("reason")), Conflict)
         return cls(data)
 
     def __reduce__(self) -> Any:
@@ -113,6 +115,29 @@ class StateChanged(Conflict):
     it is in now; nothing was written. Show it, and let whoever decided look again."""
 
     state: State
+
+
+class EchoedBody(Conflict):
+    """Status 409, ``echoed_body`` (the guards profile, SPEC §15): the body, folded
+    (case, punctuation and spacing ignored), equals one of the thread's newest messages
+    by another identity; the ``message`` names it. Nothing was written. Say something
+    new, or move the thread on: ``decide`` or ``mark`` it if you may, or ask the person."""
+
+
+class NoProgress(Conflict):
+    """Status 409, ``no_progress`` (the guards profile, SPEC §15): the thread took
+    ``progress_max_messages`` (the ``limit``) messages by agents without progress (no
+    change of state, no claim changing status, no person speaking). Nothing was
+    written. Stop talking in it: ``decide`` or ``mark`` it if you may, or ask the
+    person; the thread's ``since_progress`` shows the count."""
+
+
+# The 409 reasons with a class of their own.
+_BY_REASON: Dict[str, Type[Conflict]] = {
+    "state_changed": StateChanged,
+    "echoed_body": EchoedBody,
+    "no_progress": NoProgress,
+}
 
 
 class PayloadTooLarge(Refusal):
@@ -171,7 +196,7 @@ for _cls in (
     ParleyError,
     Refusal,
     *_BY_STATUS.values(),
-    StateChanged,
+    *_BY_REASON.values(),
     StorageError,
     ConnectionError,
     NotAForumError,

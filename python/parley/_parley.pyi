@@ -35,8 +35,11 @@ class Forum:
     Creates the file (or the database's forum) when it does not exist. ``realm`` names agent identities
     (``<realm>:<handle>``); ``limits`` overrides limits of SPEC §9 by name;
     ``profiles`` lists the profiles switched on, by default ``dialectic`` (claims,
-    SPEC §10) and ``listen`` (reads that wait, §14.2): a profile not listed is off,
-    so ``profiles=()`` switches both off; ``durable=False`` skips the
+    SPEC §10), ``listen`` (reads that wait, §14.2) and ``guards`` (loops across
+    agents refused as ``echoed_body`` and ``no_progress``, §15; its limits are
+    ``progress_max_messages`` and ``echo_window``): a profile not listed is off,
+    so ``profiles=()`` switches all three off; ``guards=False`` (or ``True``)
+    switches the guards profile alone, whatever ``profiles`` says; ``durable=False`` skips the
     fsync after each post; ``clock`` fixes the time (an RFC 3339 string or an aware
     datetime), for deterministic tests.
 
@@ -53,7 +56,8 @@ class Forum:
         *,
         realm: str = "ainotes",
         limits: Optional[Mapping[str, int]] = None,
-        profiles: Sequence[str] = ["dialectic", "listen"],
+        profiles: Sequence[str] = ["dialectic", "listen", "guards"],
+        guards: Optional[bool] = None,
         durable: bool = True,
         clock: Union[str, datetime.datetime, None] = None,
     ) -> "Forum": ...

@@ -75,13 +75,21 @@ async def open(
     *,
     realm: str = "ainotes",
     limits: Optional[Mapping[str, int]] = None,
-    profiles: Sequence[str] = ("dialectic", "listen"),
+    profiles: Sequence[str] = ("dialectic", "listen", "guards"),
+    guards: Optional[bool] = None,
     durable: bool = True,
     clock: Optional[Union[str, datetime.datetime]] = None,
 ) -> "AsyncForum":
     """Opens (or creates) a forum off the event loop; the arguments are :class:`parley.Forum`'s."""
     forum = await asyncio.to_thread(
-        Forum, path, realm=realm, limits=limits, profiles=profiles, durable=durable, clock=clock
+        Forum,
+        path,
+        realm=realm,
+        limits=limits,
+        profiles=profiles,
+        guards=guards,
+        durable=durable,
+        clock=clock,
     )
     return AsyncForum(forum)
 

@@ -68,6 +68,7 @@ __all__ = [
     "Limits",
     "DialecticProfile",
     "ListenProfile",
+    "GuardsProfile",
     "Profiles",
     "ReasonInfo",
     "Manifest",
@@ -135,6 +136,8 @@ Reason = Literal[
     "limit_exceeded",
     "idempotency_conflict",
     "state_changed",
+    "echoed_body",
+    "no_progress",
     "rate_limited",
 ]
 """Every refusal reason (SPEC §12), in the order of ``parley.REASONS``."""
@@ -238,9 +241,7 @@ class Awaiting(TypedDict):
     message: str
 
 
-class ThreadSummary(TypedDict):
-    """A thread summary (SPEC §8.2)."""
-
+class _ThreadSummaryRequired(TypedDict):
     id: str
     topic: str
     creator: Author
@@ -253,6 +254,14 @@ class ThreadSummary(TypedDict):
     message_count: int
     created_at: str
     updated_at: str
+
+
+class ThreadSummary(_ThreadSummaryRequired, total=False):
+    """A thread summary (SPEC §8.2)."""
+
+    since_progress: int
+    """Messages by agents since the thread's last progress: only while the guards
+    profile is on (SPEC §15)."""
 
 
 class ThreadView(TypedDict):
@@ -480,6 +489,8 @@ class Limits(TypedDict):
     request_max_bytes: int
     wait_max_ms: int
     idempotency_ttl_s: int
+    progress_max_messages: int
+    echo_window: int
 
 
 class DialecticProfile(TypedDict):
@@ -496,11 +507,18 @@ class ListenProfile(TypedDict):
     operations: List[Operation]
 
 
+class GuardsProfile(TypedDict):
+    """The limits of the guards profile (SPEC §15)."""
+
+    limits: List[str]
+
+
 class Profiles(TypedDict, total=False):
     """The profiles switched on; a profile switched off is absent."""
 
     dialectic: DialecticProfile
     listen: ListenProfile
+    guards: GuardsProfile
 
 
 class ReasonInfo(TypedDict):

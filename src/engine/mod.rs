@@ -219,6 +219,7 @@ impl Forum {
             }
             _ => return Err(Error::UnknownOperation(operation.to_string())),
         };
+        let guards = self.config.guards;
         match operation {
             "get_manifest" => {
                 read::only(args_obj, &[])?;
@@ -238,17 +239,19 @@ impl Forum {
             "get_thread" => self.get_thread(token, args_obj),
             "list_threads" => self
                 .wait_for_items(args_obj, |a| self.list_threads(token, a))
-                .map(|l| l.json(show::thread)),
+                .map(|l| l.json(|t| show::thread(t, guards))),
             "get_inbox" => self
                 .wait_for_items(args_obj, |a| self.get_inbox(token, a))
-                .map(|l| l.json(show::waiting)),
+                .map(|l| l.json(|w| show::waiting(w, guards))),
             "get_events" => self
                 .wait_for_items(args_obj, |a| self.get_events(token, a))
                 .map(|l| l.json(show::event)),
             "get_messages" => self
                 .wait_for_items(args_obj, |a| self.get_messages(token, a))
                 .map(|l| l.json(show::message)),
-            "search" => self.search(token, args_obj).map(|l| l.json(show::hit)),
+            "search" => self
+                .search(token, args_obj)
+                .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
             other => Err(Error::UnknownOperation(other.to_string())),
         }

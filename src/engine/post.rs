@@ -16,10 +16,11 @@ use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::Needs;
 use crate::protocol::decide::{self, Parent, Place};
 use crate::protocol::envelope::{self, Checked, Idempotency};
+use crate::protocol::guards;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
-    Change, EventRec, MessageRec, PostKey, Remembered, ThreadRec, ThreadSpot,
+    Change, EventRec, GuardState, MessageRec, PostKey, Remembered, ThreadRec, ThreadSpot,
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
@@ -96,7 +97,8 @@ fn topic(body: &str) -> String {
 
 impl Forum {
     pub(crate) fn post(&self, token: Option<&str>, args: &Value) -> Result<Value> {
-        self.post_applied(token, args).map(Applied::render)
+        let guards = self.config.guards;
+        self.post_applied(token, args).map(|a| a.render(guards))
     }
 
     /// `post`, before its result is shown.
@@ -169,7 +171,7 @@ impl Forum {
             match self.replay_early(&job, hint) {
                 Ok(None) => {}
                 Ok(Some(replay)) => {
-                    early.push(Some(Ok(replay.render())));
+                    early.push(Some(Ok(replay.render(self.config.guards))));
                     continue;
                 }
                 Err(e) => {
@@ -189,7 +191,7 @@ impl Forum {
         }
         let mut done = outcomes
             .into_iter()
-            .map(|outcome| outcome.map(Applied::render));
+            .map(|outcome| outcome.map(|a| a.render(self.config.guards)));
         early
             .into_iter()
             .map(|e| e.unwrap_or_else(|| done.next().expect("one outcome per job")))
@@ -217,7 +219,13 @@ impl Forum {
         }
         self.check_rate(tx, caller, now)?;
         let place = resolve(tx, &env)?;
-        let effect = decide::check(&caller.actor(), &env, &place, &self.config.limits)?;
+        let effect = decide::check(
+            &caller.actor(),
+            &env,
+            &place,
+            &self.config.limits,
+            self.config.guards,
+        )?;
         let applied = self.write_post(tx, caller, env, place, effect, now)?;
         if let Some(key) = key {
             let post = Remembered {
@@ -303,6 +311,23 @@ impl Forum {
         )?;
 
         thread.last_body.insert(caller.identity.clone(), body_hash);
+        let guards = self.config.guards;
+        if guards {
+            // The guards' state (§15). Progress: a new thread, a person, or a
+            // change of this thread's state or of one of its claims' status.
+            let progress = new_thread || changes.iter().any(|(t, _)| *t == thread.id);
+            thread.guards.count(act, caller.human, progress);
+            let window = self.config.limits.echo_window;
+            let folded = guards::folded_hash(&message.body);
+            thread
+                .guards
+                .remember(msg_id, &caller.identity, folded, window);
+        } else {
+            // Off, the profile costs nothing and keeps nothing: a thread starts
+            // afresh (no count, an empty window) when it is switched on again,
+            // rather than judged by a stale window.
+            thread.guards = GuardState::default();
+        }
         thread.message_count += 1;
         thread.updated_at = now;
         thread.last_message = msg_id;
@@ -314,6 +339,9 @@ impl Forum {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }
 
+        if guards {
+            restart_other_counts(tx, thread.id, &changes)?;
+        }
         let confirmed = thread.state_confirmed_at.is_some();
         let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {
@@ -372,6 +400,30 @@ impl Forum {
     }
 }
 
+/// A claim's change of status is progress in the claim's thread (SPEC §15), which
+/// may not be the thread posted to (a refute or a supersession across threads):
+/// that thread's count restarts, in the same transaction.
+fn restart_other_counts(
+    tx: &mut dyn WriteTx,
+    posted_to: u64,
+    changes: &[(u64, Change)],
+) -> Result<()> {
+    let mut done: Vec<u64> = Vec::new();
+    for (id, change) in changes {
+        if *id == posted_to || done.contains(id) || !matches!(change, Change::Claim { .. }) {
+            continue;
+        }
+        done.push(*id);
+        if let Some(mut other) = tx.thread(*id)? {
+            if other.guards.since_progress != 0 {
+                other.guards.since_progress = 0;
+                tx.put_thread(&Arc::new(other))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where a thread sits in the turn and activity indexes: a locked thread (closed
 /// and confirmed) waits for nobody's inbox, whoever its record says is due.
 fn placed(thread: &ThreadRec) -> ThreadSpot {
@@ -401,6 +453,7 @@ fn new_thread(id: u64, root: u64, caller: &Caller, env: &Checked, now: i64) -> T
         last_message: root,
         root_kind: env.act,
         last_body: Default::default(),
+        guards: Default::default(),
     }
 }
 
@@ -544,14 +597,15 @@ pub(crate) struct Applied {
 
 impl Applied {
     /// The result of `post` (SPEC §11): `message`, `thread`, then `event` or
-    /// `events` when states changed, and `claim`.
-    fn render(self) -> Value {
+    /// `events` when states changed, and `claim`. `guards`: whether the thread
+    /// shows `since_progress` (the guards profile is on).
+    fn render(self, guards: bool) -> Value {
         let mut out = Map::new();
         out.insert(
             "message".into(),
             Value::Object(view::message_owned(self.message)),
         );
-        out.insert("thread".into(), view::thread(&self.thread));
+        out.insert("thread".into(), view::thread(&self.thread, guards));
         let mut events: Vec<Value> = self.events.iter().map(view::event).collect();
         match events.len() {
             0 => {}

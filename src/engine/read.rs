@@ -155,7 +155,7 @@ impl Forum {
     ) -> Result<Value> {
         let (thread, messages) = self.thread_records(token, args)?;
         Ok(view::object([
-            ("thread", view::thread(&thread)),
+            ("thread", view::thread(&thread, self.config.guards)),
             ("messages", Value::Array(json_tree(messages))),
         ]))
     }
@@ -445,8 +445,8 @@ impl<T> Listing<T> {
 pub(crate) mod show {
     use super::*;
 
-    pub(crate) fn thread(t: ThreadRec) -> Value {
-        view::thread(&t)
+    pub(crate) fn thread(t: ThreadRec, guards: bool) -> Value {
+        view::thread(&t, guards)
     }
 
     pub(crate) fn message(m: MessageRec) -> Value {
@@ -458,13 +458,19 @@ pub(crate) mod show {
     }
 
     /// An inbox entry: the thread and its turn-setting message.
-    pub(crate) fn waiting((t, m): (ThreadRec, MessageRec)) -> Value {
-        view::object([("thread", view::thread(&t)), ("message", message(m))])
+    pub(crate) fn waiting((t, m): (ThreadRec, MessageRec), guards: bool) -> Value {
+        view::object([
+            ("thread", view::thread(&t, guards)),
+            ("message", message(m)),
+        ])
     }
 
     /// A search match: the message and its thread.
-    pub(crate) fn hit((m, t): (MessageRec, ThreadRec)) -> Value {
-        view::object([("message", message(m)), ("thread", view::thread(&t))])
+    pub(crate) fn hit((m, t): (MessageRec, ThreadRec), guards: bool) -> Value {
+        view::object([
+            ("message", message(m)),
+            ("thread", view::thread(&t, guards)),
+        ])
     }
 }
 

@@ -118,8 +118,22 @@ pub(crate) fn message_entries(m: MessageRec, replies: Option<Vec<Value>>) -> Vec
     out
 }
 
-/// A thread summary (SPEC §8.2).
-pub(crate) fn thread(t: &ThreadRec) -> Value {
+/// A thread summary (SPEC §8.2), with `since_progress` when the guards profile
+/// is on (§15).
+pub(crate) fn thread(t: &ThreadRec, guards: bool) -> Value {
+    let mut summary = summary(t);
+    if guards {
+        if let Value::Object(map) = &mut summary {
+            map.insert(
+                "since_progress".into(),
+                Value::from(t.guards.since_progress),
+            );
+        }
+    }
+    summary
+}
+
+fn summary(t: &ThreadRec) -> Value {
     // In key order: the map sorts its pairs first, which then costs no moves.
     object([
         ("awaiting", awaiting(&t.awaiting)),

@@ -264,6 +264,8 @@ impl Doc {
                 &["identity", "extension", "message"],
             )),
             "message_count": { "type": "integer", "minimum": 1 },
+            // Only with the guards profile on (SPEC §15), so not required.
+            "since_progress": { "type": "integer", "minimum": 0 },
             "created_at": string(), "updated_at": string(),
         })
     }
@@ -328,6 +330,7 @@ impl Doc {
                             &["acts", "claim_states", "evidence_kinds"],
                         ),
                         "listen": object(json!({ "operations": strings() }), &["operations"]),
+                        "guards": object(json!({ "limits": strings() }), &["limits"]),
                     }), &[]),
                     "operations": strings(),
                     "reasons": array_of(object(

@@ -26,6 +26,8 @@ pub(crate) struct Settings {
     evidence_ref_max_chars: u64,
     supersedes_max: u64,
     page_max: u64,
+    /// `progress_max_messages` and `echo_window`, when the guards profile is on.
+    guards: Option<(u64, u64)>,
 }
 
 /// What the input schemas need from the manifest.
@@ -67,6 +69,10 @@ impl ManifestFacts {
             evidence_ref_max_chars: limit("evidence_ref_max_chars"),
             supersedes_max: limit("supersedes_max"),
             page_max: limit("page_max"),
+            guards: manifest["profiles"]
+                .get("guards")
+                .filter(|p| p.is_object())
+                .map(|_| (limit("progress_max_messages"), limit("echo_window"))),
         };
         let dialectic_profile = manifest["profiles"]
             .get("dialectic")
@@ -417,6 +423,23 @@ mod tests {
     }
 
     #[test]
+    fn the_guards_rules_are_described_only_when_the_profile_is_on() {
+        let post = |settings: Value| {
+            list(&manifest(settings), &OPERATIONS)
+                .into_iter()
+                .find(|t| t["name"] == "post")
+                .unwrap()["description"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let on = post(json!({"limits": {"progress_max_messages": 5}}));
+        assert!(on.contains("after 5 messages"), "{on}");
+        let off = post(json!({"guards": false}));
+        assert!(!off.contains("no_progress") && !off.contains("echoed_body"));
+    }
+
+    #[test]
     fn descriptions_name_the_key_rules() {
         let tools = list(&manifest(json!({})), &OPERATIONS);
         let post = tools.iter().find(|t| t["name"] == "post").unwrap()["description"]
@@ -426,6 +449,8 @@ mod tests {
         for rule in [
             "self_reply",
             "repeated_body",
+            "echoed_body",
+            "no_progress",
             "awaiting",
             "lock",
             "get_manifest",

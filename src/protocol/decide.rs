@@ -9,6 +9,7 @@ use crate::config::Limits;
 use crate::error::{Reason, Refusal};
 use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::Checked;
+use crate::protocol::guards;
 use crate::protocol::ids::IdKind;
 use crate::protocol::records::{Awaiting, Change, ClaimRec, MessageRec, ThreadRec};
 use crate::protocol::state::{self, Effect, State};
@@ -92,6 +93,7 @@ pub(crate) fn check(
     env: &Checked,
     place: &Place,
     limits: &Limits,
+    guards: bool,
 ) -> Decided<Effect> {
     let thread = place.thread.as_ref();
     if let Some(t) = thread {
@@ -109,6 +111,9 @@ pub(crate) fn check(
     }
     check_supersede_authority(actor, place)?;
     check_loop_guards(actor, env, place)?;
+    if let (true, Some(t)) = (guards, thread) {
+        check_guards(actor, env, t, limits)?;
+    }
     let effect = match thread {
         Some(t) => transition(actor, env, t)?,
         None => Effect::None,
@@ -200,6 +205,50 @@ fn check_loop_guards(actor: &Actor<'_>, env: &Checked, place: &Place) -> Decided
                 "this body repeats your most recent message in the thread; say something new",
             );
         }
+    }
+    Ok(())
+}
+
+/// The guards profile (§15): `echoed_body`, then `no_progress`, for content acts
+/// by `llm` authors only. Both refusals say how to move the thread on.
+fn check_guards(
+    actor: &Actor<'_>,
+    env: &Checked,
+    thread: &ThreadRec,
+    limits: &Limits,
+) -> Decided<()> {
+    if actor.human || !guards::guarded(env.act) {
+        return Ok(());
+    }
+    let state = &thread.guards;
+    let window = limits.echo_window;
+    let echoed = match window {
+        0 => None,
+        _ => state.echoes(actor.identity, guards::folded_hash(&env.body), window),
+    };
+    if let Some(echoed) = echoed {
+        return Err(Refusal::new(
+            Reason::EchoedBody,
+            format!(
+                "this body echoes {} by {} in {}; add something new, or decide, mark, or ask the person",
+                IdKind::Message.key(echoed.message),
+                echoed.identity,
+                IdKind::Thread.key(thread.id)
+            ),
+        )
+        .with_field("body"));
+    }
+    let max = limits.progress_max_messages;
+    if max > 0 && state.since_progress as usize >= max {
+        return Err(Refusal::new(
+            Reason::NoProgress,
+            format!(
+                "no progress in {} for {} messages: decide, mark, or ask the person",
+                IdKind::Thread.key(thread.id),
+                state.since_progress
+            ),
+        )
+        .with_limit("progress_max_messages"));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub(crate) mod claim;
 pub(crate) mod decide;
 pub(crate) mod envelope;
 pub(crate) mod evidence;
+pub(crate) mod guards;
 pub(crate) mod hashes;
 pub(crate) mod ids;
 pub(crate) mod kinds;

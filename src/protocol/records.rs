@@ -118,6 +118,8 @@ pub struct ThreadRec {
     /// Hash of the normalized body of each identity's latest message here: all
     /// the repeat guard needs, without reading that message back.
     pub last_body: std::collections::BTreeMap<String, u64>,
+    /// The guards profile's count and echo window (SPEC §15).
+    pub guards: GuardState,
 }
 
 impl ThreadRec {
@@ -134,6 +136,27 @@ impl ThreadRec {
             last_message: self.last_message,
         }
     }
+}
+
+/// One message of the echo window: who wrote it and the hash of its folded body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recent {
+    /// The message.
+    pub message: u64,
+    /// Its author's identity.
+    pub identity: String,
+    /// The folded-body hash (SPEC §15) of its body.
+    pub hash: u64,
+}
+
+/// What the guards profile (SPEC §15) keeps per thread, with its record; see
+/// `protocol::guards` for how it is kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuardState {
+    /// Content messages by `llm` authors since the last progress.
+    pub since_progress: u32,
+    /// The newest messages the echo rule may need, newest first.
+    pub recent: Vec<Recent>,
 }
 
 /// Where a thread's record sits in the turn and activity indexes: a post that moves
@@ -224,6 +247,7 @@ impl ThreadRec {
             last_message: root,
             root_kind: Act::Ask,
             last_body: Default::default(),
+            guards: Default::default(),
         }
     }
 }

@@ -32,7 +32,8 @@ impl Turn {
 }
 
 impl ThreadSummary {
-    pub(crate) fn from_rec(t: &ThreadRec) -> ThreadSummary {
+    /// `guards`: whether the guards profile is on (it adds `since_progress`).
+    pub(crate) fn from_rec(t: &ThreadRec, guards: bool) -> ThreadSummary {
         ThreadSummary {
             id: key(IdKind::Thread, t.id),
             topic: t.topic.clone(),
@@ -47,6 +48,7 @@ impl ThreadSummary {
             locked: t.locked(),
             awaiting: t.awaiting.as_ref().map(Turn::from_rec),
             message_count: t.message_count,
+            since_progress: guards.then_some(u64::from(t.guards.since_progress)),
             created_at: time::format(t.created_at),
             updated_at: time::format(t.updated_at),
         }
@@ -194,8 +196,8 @@ impl<T> Page<T> {
     }
 }
 
-pub(crate) fn thread_item(t: ThreadRec) -> ThreadSummary {
-    ThreadSummary::from_rec(&t)
+pub(crate) fn thread_item(t: ThreadRec, guards: bool) -> ThreadSummary {
+    ThreadSummary::from_rec(&t, guards)
 }
 
 pub(crate) fn message_item(m: MessageRec) -> MessageView {
@@ -206,16 +208,16 @@ pub(crate) fn event_item(e: EventRec) -> EventView {
     EventView::from_rec(&e)
 }
 
-pub(crate) fn inbox_item((t, m): (ThreadRec, MessageRec)) -> InboxItem {
+pub(crate) fn inbox_item((t, m): (ThreadRec, MessageRec), guards: bool) -> InboxItem {
     InboxItem {
-        thread: ThreadSummary::from_rec(&t),
+        thread: ThreadSummary::from_rec(&t, guards),
         message: MessageView::alone(m),
     }
 }
 
-pub(crate) fn search_hit((m, t): (MessageRec, ThreadRec)) -> SearchHit {
+pub(crate) fn search_hit((m, t): (MessageRec, ThreadRec), guards: bool) -> SearchHit {
     SearchHit {
         message: MessageView::alone(m),
-        thread: ThreadSummary::from_rec(&t),
+        thread: ThreadSummary::from_rec(&t, guards),
     }
 }

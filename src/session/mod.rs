@@ -190,7 +190,7 @@ impl Session<'_> {
         Ok(PostResult {
             message_id: message.id.clone(),
             message,
-            thread: ThreadSummary::from_rec(&applied.thread),
+            thread: ThreadSummary::from_rec(&applied.thread, self.forum.config.guards),
             events: applied.events.iter().map(EventView::from_rec).collect(),
             claim: applied.claim.as_ref().map(ClaimView::from_parts),
             replayed: applied.replayed,
@@ -204,7 +204,7 @@ impl Session<'_> {
             .forum
             .guarded(|| self.forum.thread_records(self.token(), &a))?;
         Ok(ThreadView {
-            thread: ThreadSummary::from_rec(&thread),
+            thread: ThreadSummary::from_rec(&thread, self.forum.config.guards),
             messages: tree(messages, MessageView::from_rec),
         })
     }
@@ -225,7 +225,9 @@ impl Session<'_> {
     /// Threads waiting for this caller; `since` is a cursor from an earlier page.
     pub fn inbox(&self, since: Option<&str>) -> Result<Page<InboxItem>> {
         let a = args(json!({ "since": since, "extension": self.extension }));
-        self.listing(a, Forum::get_inbox, from_records::inbox_item)
+        self.listing(a, Forum::get_inbox, |i| {
+            from_records::inbox_item(i, self.forum.config.guards)
+        })
     }
 
     /// [`Session::inbox`], waiting up to `wait` for a first item (SPEC §14.2): it
@@ -238,7 +240,9 @@ impl Session<'_> {
         let a = args(json!({
             "since": since, "extension": self.extension, "wait_ms": wait.as_millis() as u64
         }));
-        self.listing(a, Forum::get_inbox, from_records::inbox_item)
+        self.listing(a, Forum::get_inbox, |i| {
+            from_records::inbox_item(i, self.forum.config.guards)
+        })
     }
 
     /// The message feed (SPEC §14.1), of one thread or of the forum, oldest first.
@@ -270,7 +274,9 @@ impl Session<'_> {
     ) -> Result<Page<SearchHit>> {
         let a = args(json!({ "q": q, "thread": thread, "since": since }));
         let listing = self.forum.guarded(|| self.forum.search(self.token(), &a))?;
-        Ok(Page::from_listing(listing, from_records::search_hit))
+        Ok(Page::from_listing(listing, |h| {
+            from_records::search_hit(h, self.forum.config.guards)
+        }))
     }
 
     /// State and claim events, of one thread or all.
@@ -282,7 +288,9 @@ impl Session<'_> {
     /// Thread summaries by last activity, optionally of one state.
     pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Page<ThreadSummary>> {
         let a = args(json!({ "state": state, "since": since }));
-        self.listing(a, Forum::list_threads, from_records::thread_item)
+        self.listing(a, Forum::list_threads, |t| {
+            from_records::thread_item(t, self.forum.config.guards)
+        })
     }
 
     /// A claim and its status (dialectic profile).

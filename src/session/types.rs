@@ -46,6 +46,10 @@ pub struct ThreadSummary {
     pub awaiting: Option<Turn>,
     /// Messages, root included.
     pub message_count: u64,
+    /// Content messages by `llm` authors since the thread's last progress (the
+    /// guards profile, SPEC §15); `None` when the profile is off.
+    #[serde(default)]
+    pub since_progress: Option<u64>,
     /// RFC 3339.
     pub created_at: String,
     /// Time of the latest message.

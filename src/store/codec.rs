@@ -11,14 +11,17 @@
 
 use serde_json::{Map, Value};
 
-use super::records::{Awaiting, MessageRec, PostKey, ThreadRec};
+use super::records::{Awaiting, GuardState, MessageRec, PostKey, Recent, ThreadRec};
 use crate::error::{Error, Result};
 use crate::protocol::acts::Act;
 use crate::protocol::evidence::{Evidence, EvidenceKind};
 use crate::protocol::state::State;
 
-/// The format byte of a thread record: 2 keeps the lock holder's label alone.
-const THREAD_FORMAT: u8 = 2;
+/// The format byte of a thread record: 3 adds the guards' state (SPEC §15).
+const THREAD_FORMAT: u8 = 3;
+/// The thread format before the guards' state, still read: its threads start
+/// with an empty state (no count, an empty echo window).
+const THREAD_FORMAT_2: u8 = 2;
 /// The thread format whose label was stored as shown (`KI · <label>`), still read.
 const THREAD_FORMAT_1: u8 = 1;
 /// What format 1 put before the label.
@@ -145,6 +148,13 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
         out.str(identity);
         out.u64(*hash);
     }
+    out.u32(t.guards.since_progress);
+    out.u32(t.guards.recent.len() as u32);
+    for r in &t.guards.recent {
+        out.u64(r.message);
+        out.str(&r.identity);
+        out.u64(r.hash);
+    }
     out.0
 }
 
@@ -152,12 +162,12 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = r.u8()?;
-    if format != THREAD_FORMAT && format != THREAD_FORMAT_1 {
+    if ![THREAD_FORMAT, THREAD_FORMAT_2, THREAD_FORMAT_1].contains(&format) {
         return Err(Error::storage(
             "a stored thread has an unknown format".into(),
         ));
     }
-    let thread = ThreadRec {
+    let mut thread = ThreadRec {
         id: r.u64()?,
         root: r.u64()?,
         topic: r.string()?,
@@ -185,7 +195,20 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
         last_body: (0..r.u32()?)
             .map(|_| Ok((r.string()?, r.u64()?)))
             .collect::<Result<_>>()?,
+        guards: GuardState::default(),
     };
+    if format == THREAD_FORMAT {
+        thread.guards.since_progress = r.u32()?;
+        thread.guards.recent = (0..r.u32()?)
+            .map(|_| {
+                Ok(Recent {
+                    message: r.u64()?,
+                    identity: r.string()?,
+                    hash: r.u64()?,
+                })
+            })
+            .collect::<Result<_>>()?;
+    }
     if r.at != bytes.len() {
         return Err(corrupt());
     }
@@ -445,6 +468,14 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            guards: GuardState {
+                since_progress: 3,
+                recent: vec![Recent {
+                    message: 9,
+                    identity: "ainotes:bob".into(),
+                    hash: 11,
+                }],
+            },
         };
         let bytes = encode_thread(&t);
         assert_eq!(
@@ -455,10 +486,13 @@ mod tests {
         // and a label of format 2 that looks shown is kept as it is.
         let shown = ThreadRec {
             state_label: Some("KI · Mod".into()),
+            guards: GuardState::default(),
             ..t.clone()
         };
         let mut old = encode_thread(&shown);
         old[0] = THREAD_FORMAT_1;
+        // Without the (empty) guards' state: a count and a length.
+        old.truncate(old.len() - 8);
         assert_eq!(
             decode_thread(&old).unwrap().state_label.as_deref(),
             Some("Mod")
@@ -471,7 +505,7 @@ mod tests {
             Some("KI · Mod")
         );
         let mut unknown = bytes.clone();
-        unknown[0] = 3;
+        unknown[0] = 4;
         assert!(decode_thread(&unknown).is_err());
         for cut in 0..bytes.len() {
             assert!(decode_thread(&bytes[..cut]).is_err());
@@ -482,12 +516,35 @@ mod tests {
             state_label: None,
             awaiting: None,
             last_body: Default::default(),
+            guards: GuardState::default(),
             ..t
         };
         assert_eq!(
             format!("{:?}", decode_thread(&encode_thread(&bare)).unwrap()),
             format!("{bare:?}")
         );
+    }
+
+    #[test]
+    fn format_2_threads_decode_with_an_empty_guard_state() {
+        let mut t = ThreadRec::bare(4, 9);
+        t.guards.since_progress = 5;
+        t.guards.recent.push(Recent {
+            message: 9,
+            identity: "a".into(),
+            hash: 1,
+        });
+        let mut old = encode_thread(&t);
+        // Format 2 is format 3 without the guards' state at the end.
+        old.truncate(old.len() - (4 + 4 + 8 + 4 + 1 + 8));
+        old[0] = THREAD_FORMAT_2;
+        let back = decode_thread(&old).unwrap();
+        assert_eq!(back.guards, GuardState::default());
+        assert_eq!(back.message_count, t.message_count);
+        // A format-2 record followed by a state is damage, not a state.
+        let mut longer = encode_thread(&t);
+        longer[0] = THREAD_FORMAT_2;
+        assert!(decode_thread(&longer).is_err());
     }
 
     #[test]

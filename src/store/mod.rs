@@ -124,6 +124,9 @@ pub trait WriteTx: ReadTx {
         before: Option<&ThreadSpot>,
         after: &ThreadSpot,
     ) -> Result<()>;
+    /// Stores a new record of an existing thread that a post to another thread
+    /// changed (the guards' count, SPEC §15), its places in the indexes unchanged.
+    fn put_thread(&mut self, thread: &Arc<ThreadRec>) -> Result<()>;
     /// Stores a claim.
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()>;
     /// Stores an event and indexes it by thread.

@@ -20,7 +20,11 @@ BY_STATUS: Dict[int, Type[parley.Refusal]] = {
     429: parley.RateLimited,
 }
 # Reasons with a class of their own, a subclass of their status's.
-BY_REASON: Dict[str, Type[parley.Refusal]] = {"state_changed": parley.StateChanged}
+BY_REASON: Dict[str, Type[parley.Refusal]] = {
+    "state_changed": parley.StateChanged,
+    "echoed_body": parley.EchoedBody,
+    "no_progress": parley.NoProgress,
+}
 
 
 def test_every_reason_has_the_class_of_its_status() -> None:

@@ -51,7 +51,7 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
     assert manifest["operations"] == list(parley.OPERATIONS)
     assert parley.OPERATIONS[-2:] == ("get_messages", "search")
     assert len(parley.OPERATIONS) == 10
-    assert str(inspect.signature(parley.Forum).parameters["profiles"]) == "profiles=['dialectic', 'listen']"
+    assert str(inspect.signature(parley.Forum).parameters["profiles"]) == "profiles=['dialectic', 'listen', 'guards']"
 
 
 def test_a_waiting_read_releases_the_gil_and_returns_when_a_post_lands(listening: parley.Forum) -> None:

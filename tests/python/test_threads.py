@@ -14,7 +14,8 @@ POSTS = 25
 
 def test_threads_post_in_parallel_and_nothing_is_lost(tmp_path: Path) -> None:
     path = tmp_path / "parallel.redb"
-    with parley.Forum(path, limits={"writes_per_minute": 0}) as forum:
+    # Many reports without progress: this test is about threads, not loops (SPEC §15).
+    with parley.Forum(path, limits={"writes_per_minute": 0}, guards=False) as forum:
         opener = forum.session(forum.create_token("opener"))
         thread = opener.ask("Everyone, report in.")["thread"]["id"]
         tokens = [forum.create_token(f"worker{i}") for i in range(THREADS)]

@@ -92,10 +92,10 @@ def run(path: Path) -> List[str]:
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "durable", "clock"}, "settings")
     # Settings left out keep the engine's defaults, which the Python defaults follow
-    # (`profiles` among them: both dialectic and listen).
-    options = {key: settings[key] for key in ("realm", "limits", "profiles", "durable", "clock") if key in settings}
+    # (`profiles` among them: dialectic, listen and guards).
+    options = {key: settings[key] for key in ("realm", "limits", "profiles", "guards", "durable", "clock") if key in settings}
     forum = parley.Forum(None, **options)
     secrets: Dict[str, str] = {}
     for entry in doc["tokens"]:
@@ -199,8 +199,11 @@ def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) ->
         429: parley.RateLimited,
     }.get(refusal.status)
     # A reason with a class of its own, a subclass of its status's.
-    if refusal.reason == "state_changed":
-        expected_class = parley.StateChanged
+    expected_class = {
+        "state_changed": parley.StateChanged,
+        "echoed_body": parley.EchoedBody,
+        "no_progress": parley.NoProgress,
+    }.get(refusal.reason, expected_class)
     if expected_class is None or type(refusal) is not expected_class:
         failures.append(f"{head}: status {refusal.status} raised {type(refusal).__name__}")
     if (refusal.reason, refusal.status, refusal.message) != (
@@ -237,7 +240,7 @@ def run_remote(path: Path, open_host: Callable[[Dict[str, Any]], ContextManager[
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "durable", "clock"}, "settings")
     if not doc["steps"]:
         return [f"{path.name}: the transcript has no steps"]
     failures: List[str] = []

@@ -449,6 +449,72 @@ static void a_stale_condition_is_refused_with_the_current_state(void) {
     parley_forum_free(forum);
 }
 
+/* SPEC §15: the guards profile's limits and switch come in the settings JSON; an
+ * echo and a thread without progress come back as PARLEY_REFUSED with their
+ * reasons, the limit named; with "guards": false neither applies. */
+static void the_guards_refuse_echoes_and_loops(void) {
+    parley_forum *forum = NULL;
+    char *bob, *carol, *out = NULL;
+    json_t *result, *refusal;
+    char args[160];
+    int i;
+
+    CHECK_RC(parley_forum_open(NULL,
+                               "{\"limits\":{\"writes_per_minute\":0,\"progress_max_messages\":3,"
+                               "\"echo_window\":2}}",
+                               &forum),
+             PARLEY_OK);
+    bob = make_token(forum, "{\"handle\":\"bob\"}");
+    carol = make_token(forum, "{\"handle\":\"carol\"}");
+    CHECK_RC(parley_call(forum, bob, "post", "{\"kind\":\"ask\",\"body\":\"Deploy today?\"}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK(json_integer_value(json_object_get(json_object_get(result, "thread"), "since_progress")) == 0);
+    json_decref(result);
+    CHECK_RC(parley_call(forum, carol, "post", "{\"kind\":\"note\",\"thread\":\"th_1\",\"body\":\"deploy TODAY\"}",
+                         &out),
+             PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "echoed_body");
+    CHECK(json_integer_value(json_object_get(refusal, "status")) == 409);
+    CHECK_STR(str_at(refusal, "field"), "body");
+    CHECK_CONTAINS(str_at(refusal, "message"), "msg_1");
+    json_decref(refusal);
+    for (i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "{\"kind\":\"note\",\"thread\":\"th_1\",\"body\":\"Carol's note %d.\"}", i);
+        CHECK_RC(parley_call(forum, carol, "post", args, &out), PARLEY_OK);
+        parley_string_free(out);
+    }
+    CHECK_RC(parley_call(forum, carol, "post", "{\"kind\":\"note\",\"thread\":\"th_1\",\"body\":\"More.\"}", &out),
+             PARLEY_REFUSED);
+    refusal = take_json(out);
+    CHECK_STR(str_at(refusal, "reason"), "no_progress");
+    CHECK_STR(str_at(refusal, "limit"), "progress_max_messages");
+    CHECK_CONTAINS(str_at(refusal, "message"), "decide, mark, or ask the person");
+    json_decref(refusal);
+    CHECK_CONTAINS(parley_last_error(), "no_progress");
+    parley_string_free(bob);
+    parley_string_free(carol);
+    parley_forum_free(forum);
+
+    CHECK_RC(parley_forum_open(NULL, "{\"guards\":false,\"limits\":{\"writes_per_minute\":0}}", &forum), PARLEY_OK);
+    bob = make_token(forum, "{\"handle\":\"bob\"}");
+    carol = make_token(forum, "{\"handle\":\"carol\"}");
+    CHECK_RC(parley_call(forum, bob, "post", "{\"kind\":\"ask\",\"body\":\"Deploy today?\"}", &out), PARLEY_OK);
+    result = take_json(out);
+    CHECK(json_object_get(json_object_get(result, "thread"), "since_progress") == NULL);
+    json_decref(result);
+    CHECK_RC(parley_call(forum, carol, "post", "{\"kind\":\"note\",\"thread\":\"th_1\",\"body\":\"deploy TODAY\"}",
+                         &out),
+             PARLEY_OK);
+    parley_string_free(out);
+    parley_string_free(bob);
+    parley_string_free(carol);
+    parley_forum_free(forum);
+    forum = NULL;
+    CHECK_RC(parley_forum_open(NULL, "{\"guards\":\"off\"}", &forum), PARLEY_INVALID_ARGUMENT);
+    CHECK(forum == NULL);
+}
+
 static void an_exchange_round_trips_unicode(void) {
     parley_forum *forum = open_memory();
     char *alice = make_token(forum, "{\"handle\":\"alice\"}");
@@ -634,6 +700,7 @@ int main(int argc, char **argv) {
     RUN(call_reports_bad_parameters);
     RUN(refusals_come_back_as_json);
     RUN(a_stale_condition_is_refused_with_the_current_state);
+    RUN(the_guards_refuse_echoes_and_loops);
     RUN(an_exchange_round_trips_unicode);
     RUN(manifest_and_identities);
     RUN(mcp_requests_and_notifications);

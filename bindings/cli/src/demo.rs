@@ -119,6 +119,13 @@ impl Demo {
             json!({"kind": "note", "parent": own, "body": "And open the port in the firewall script."}),
             Expect::Refused("self_reply"),
         )?;
+        // Agreeing by repeating another agent's words adds nothing (SPEC §15).
+        self.act(
+            &carol,
+            json!({"kind": "note", "parent": field(&answer, &["message", "id"])?,
+                   "body": "7878 -- it is free on every CI runner we use!"}),
+            Expect::Refused("echoed_body"),
+        )?;
         self.act(
             &alice,
             json!({"kind": "decide", "parent": own, "body": "Decided: 7878, pinned in dev.toml and documented."}),

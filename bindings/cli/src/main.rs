@@ -58,7 +58,8 @@ struct Cli {
     )]
     db: PathBuf,
 
-    /// Forum settings as JSON, e.g. '{"limits":{"writes_per_minute":0}}'.
+    /// Forum settings as JSON, e.g. '{"limits":{"writes_per_minute":0}}'; the guards
+    /// profile (SPEC §15): '{"guards":false}' or '{"limits":{"progress_max_messages":40}}'.
     #[arg(long, global = true, env = "PARLEY_SETTINGS")]
     settings: Option<String>,
 

@@ -67,6 +67,9 @@ fn demo_shows_every_moment_in_order() {
     // The same sub-agent replying to itself is refused.
     at = find_after(&text, at, "ainotes:bob/critic · note");
     at = find_after(&text, at, "✗ refused self_reply (409)");
+    // Another agent echoing the answer is refused too (the guards profile).
+    at = find_after(&text, at, "ainotes:carol · note");
+    at = find_after(&text, at, "✗ refused echoed_body (409)");
     // A decision proposed by a model, unconfirmed, then confirmed by the human.
     at = find_after(&text, at, "ainotes:alice · decide");
     at = find_after(

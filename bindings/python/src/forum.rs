@@ -51,9 +51,11 @@ impl PyForum {
 #[pymethods]
 impl PyForum {
     #[new]
+    // One argument per keyword of `parley.Forum(...)`, as Python callers see them.
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(
-        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, durable=true, clock=None),
-        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen'], durable=True, clock=None)"
+        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, durable=true, clock=None),
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards'], guards=None, durable=True, clock=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -61,6 +63,7 @@ impl PyForum {
         #[pyo3(from_py_with = args::realm)] realm: String,
         limits: Option<Bound<'_, PyAny>>,
         profiles: Option<Bound<'_, PyAny>>,
+        guards: Option<bool>,
         #[pyo3(from_py_with = args::durable)] durable: bool,
         clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -80,6 +83,10 @@ impl PyForum {
         if let Some(profiles) = profiles {
             let names = str_list(&profiles, "profiles")?;
             config.set_profiles(&names).map_err(|e| to_pyerr(py, e))?;
+        }
+        // `guards=` switches the guards profile (SPEC §15) alone, after `profiles`.
+        if let Some(guards) = guards {
+            config.guards = guards;
         }
         if let Some(clock) = clock {
             let at = parley_forum::parse_time(&clock_text(py, &clock)?).ok_or_else(|| {

@@ -83,6 +83,25 @@ fn post(dialectic: bool, limits: &Settings) -> String {
          or a `reopen`.",
         limits.body_max_chars, limits.realm
     );
+    if let Some((progress, echo)) = limits.guards {
+        let mut loops = String::from("\nLoops across agents (guards profile):");
+        if echo > 0 {
+            loops.push_str(&format!(
+                " echoed_body: do not echo (same words, ignoring case and punctuation) any of \
+                 the {echo} newest messages of others in the thread; add something new."
+            ));
+        }
+        if progress > 0 {
+            loops.push_str(&format!(
+                " no_progress: after {progress} messages by agents with no progress (no change \
+                 of state, no claim changing status, no person speaking), the thread refuses \
+                 more talk: `decide` or `mark` it if you may, or ask the person, or leave it."
+            ));
+        }
+        if echo > 0 || progress > 0 {
+            text.push_str(&loops);
+        }
+    }
     if dialectic {
         text.push_str(
             "\nClaims (dialectic profile): `assert` states a claim, optionally with `evidence`; \

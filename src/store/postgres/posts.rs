@@ -71,6 +71,11 @@ impl Posts {
         note(&mut self.activity, id, place.0, Some(place.1));
     }
 
+    /// A thread's new record without a post of its own (its places unchanged).
+    pub(super) fn thread(&mut self, id: i64, record: Vec<u8>) {
+        self.threads.insert(id, record);
+    }
+
     /// A message's distinct words, for the word index.
     pub(super) fn words(&mut self, message: i64, thread: i64, words: Vec<String>) {
         self.words.push((message, thread, words));

@@ -102,6 +102,19 @@ impl WriteTx for Tx<'_> {
         Ok(())
     }
 
+    fn put_thread(&mut self, thread: &Arc<ThreadRec>) -> Result<()> {
+        // With the batch's other thread records: the last one of a thread wins.
+        self.pending
+            .get_mut()
+            .posts
+            .thread(big(thread.id), codec::encode_thread(thread));
+        self.writing().changed.threads.push(thread.id);
+        self.seen()
+            .threads
+            .insert(thread.id, Some((**thread).clone()));
+        Ok(())
+    }
+
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
         let rec = encode_json(claim)?;
         Stmt::new(self.queue(), "INSERT INTO claims (id, rec) VALUES (")

@@ -94,6 +94,17 @@ impl WriteTx for Writer<'_> {
         Ok(())
     }
 
+    fn put_thread(&mut self, thread: &Arc<ThreadRec>) -> Result<()> {
+        self.table(MESSAGES)?
+            .insert(
+                (thread.id, THREAD_RECORD),
+                codec::encode_thread(thread).as_slice(),
+            )
+            .or_storage()?;
+        self.written.insert(thread.id, Arc::clone(thread));
+        Ok(())
+    }
+
     fn put_claim(&mut self, claim: &ClaimRec) -> Result<()> {
         self.table(CLAIMS)?
             .insert(claim.id, encode(claim)?.as_slice())
