@@ -236,7 +236,7 @@ def table(report: Mapping[str, Any]) -> str:
     """The report as the side-by-side table a person reads."""
     sides = ["on", "off"] if report["guards"] else ["off"]
     head = {"on": "guards on", "off": "guards off"}
-    w0, w = 44, 38
+    w0, w = 44, 40
     out = []
     out.append(f"Loop shapes: messages until the loop was stopped, and the reason (cap {report['cap']})")
     out.append("shape".ljust(w0) + "".join(head[s].ljust(w) for s in sides))
