@@ -248,6 +248,16 @@ def table(report: Mapping[str, Any]) -> str:
     for row in report["legitimate"]:
         out.append(row["script"].ljust(w0) + "".join(_cell_legit(row[s]).ljust(w) for s in sides))
     out.append("")
+    told = {}
+    for row in report["loops"] + report["legitimate"]:
+        for s in sides:
+            r = row[s]["refusal"]
+            if r is not None:
+                told.setdefault(r["reason"], r["message"])
+    if told:
+        out.append("What the refused agents were told:")
+        out.extend(f"  {reason}: {message}" for reason, message in sorted(told.items()))
+        out.append("")
     if report["guards"]:
         out.append(f"targets (profile on): every loop stopped within {report['target_messages']} messages (progress_max_messages + 1); 0 refusals in legitimate conversations")
     else:
