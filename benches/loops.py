@@ -70,7 +70,7 @@ class Play:
     def __init__(self, forum: parley.Forum, sessions: Mapping[str, parley.Session], realm: str, cap: int) -> None:
         self.forum, self.sessions, self.realm, self.cap = forum, sessions, realm, cap
         self.count = 0
-        self.awaiting: Dict[str, Optional[Dict[str, Any]]] = {}
+        self.awaiting: Dict[str, Optional[Mapping[str, Any]]] = {}
         self.thread_of: Dict[str, str] = {}
 
     def identity(self, who: str) -> str:
@@ -82,7 +82,7 @@ class Play:
         result = self.sessions[who].post(kind, body, **kw)  # type: ignore[arg-type]
         thread = result["thread"]
         self.awaiting[thread["id"]] = thread["awaiting"]
-        message = dict(result["message"])
+        message: Dict[str, Any] = dict(result["message"])
         self.thread_of[message["id"]] = thread["id"]
         if "claim" in result:
             # The claim this post created (an assert's, or a refute's counter-claim).
@@ -248,7 +248,7 @@ def table(report: Mapping[str, Any]) -> str:
     for row in report["legitimate"]:
         out.append(row["script"].ljust(w0) + "".join(_cell_legit(row[s]).ljust(w) for s in sides))
     out.append("")
-    told = {}
+    told: Dict[str, str] = {}
     for row in report["loops"] + report["legitimate"]:
         for s in sides:
             r = row[s]["refusal"]
