@@ -64,3 +64,28 @@ fn unknown_figures_are_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown figure `99`"));
 }
+
+/// Figure 22 measures both sides in one run once the engine has the guards
+/// switch (SPEC §15), and until then says why it was skipped.
+#[test]
+fn figure_22_compares_the_guards_on_and_off() {
+    let out = bench(&["--quick", "--reps", "1", "--only", "22", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    let row = &rows[0];
+    assert_eq!(row["id"], Value::from(22), "{row}");
+    assert_eq!(row["target"], "<= 1.1x", "{row}");
+    match row["skipped"].as_str() {
+        Some(why) => assert!(why.contains("no guards profile switch"), "{row}"),
+        None => {
+            let (v, b) = (row["value"].as_f64(), row["baseline"].as_f64());
+            assert!(v > Some(0.0) && b > Some(0.0), "{row}");
+            assert!(row["pass"].is_boolean(), "{row}");
+            assert_eq!(row["detail"]["settings_on"]["guards"], true, "{row}");
+        }
+    }
+}

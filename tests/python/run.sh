@@ -38,6 +38,8 @@ python -m mypy.stubtest parley --allowlist tests/python/stubtest-allowlist.txt
 python -m mypy --strict python/parley examples/python/agents.py
 # An agent's script written against the typed results (parley.types).
 python -m mypy --strict tests/python/typing/user_script.py
+# The loop benchmark (run by test_loops.py) is typed too.
+python -m mypy --strict benches/loops.py benches/loop_scripts.py
 echo "# pytest on redb"
 PARLEY_TEST_BACKEND=redb python -m pytest tests/python "$@"
 if [[ -n "${PARLEY_TEST_PG:-}" ]]; then
