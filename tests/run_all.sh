@@ -30,6 +30,10 @@ bash bindings/c/tests/run.sh
 step "Python package tests"
 bash tests/python/run.sh
 
+step "loop benchmark, quick (SPEC §15: every loop stopped, no conversation refused)"
+# The package tests above built parley into .venv; this reuses it.
+.venv/bin/python benches/loops.py --quick
+
 step "browser tests of the web view (headless Chromium)"
 bash tests/browser/run.sh
 
