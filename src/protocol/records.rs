@@ -139,12 +139,15 @@ impl ThreadRec {
 }
 
 /// One message of the echo window: who wrote it and the hash of its folded body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The author is kept as a hash, not its text: the window is decoded, cloned and
+/// rewritten with its thread by every post, and its author's text is needed only
+/// to name it in a refusal, where the thread's `last_body` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recent {
     /// The message.
     pub message: u64,
-    /// Its author's identity.
-    pub identity: String,
+    /// [`crate::protocol::guards::author_hash`] of its author's identity.
+    pub author: u64,
     /// The folded-body hash (SPEC §15) of its body.
     pub hash: u64,
 }
