@@ -211,7 +211,12 @@ impl Doc {
             Shape::Message => object(Value::Object(self.message_properties()), &MESSAGE_REQUIRED),
             Shape::Node => {
                 let mut properties = self.message_properties();
-                properties.insert("replies".into(), array_of(self.shape(Shape::Node)));
+                // The replies are not a `$ref` to this node: clients that expand a
+                // schema before handing it to a model (smolagents' structured
+                // output) never finish a recursive one. The top level is typed;
+                // deeper levels are described.
+                let reply = json!({ "type": "object", "description": "A reply: a message of the same shape, with its own `replies`." });
+                properties.insert("replies".into(), array_of(reply));
                 let mut required = MESSAGE_REQUIRED.to_vec();
                 required.push("replies");
                 object(Value::Object(properties), &required)
@@ -517,7 +522,26 @@ mod tests {
             assert!(s["properties"]["error"].is_object());
             assert!(s.get("$schema").is_none(), "{op}");
         }
-        assert!(output("get_thread")["$defs"]["node"]["properties"]["replies"].is_object());
+        let node = &output("get_thread")["properties"]["messages"]["items"];
+        assert_eq!(node["properties"]["replies"]["items"]["type"], "object");
+    }
+
+    /// Some MCP clients expand every `$ref` in place (smolagents through mcpadapt
+    /// for structured output) and cannot end if a shape refers to itself.
+    #[test]
+    fn no_output_schema_is_recursive() {
+        for op in OPERATIONS {
+            let s = output(op);
+            let defs = s.get("$defs").and_then(Value::as_object);
+            for (name, body) in defs.into_iter().flatten() {
+                let mut inner = Vec::new();
+                refs(body, &mut inner);
+                assert!(
+                    !inner.contains(&format!("#/$defs/{name}")),
+                    "{op}: {name} refers to itself"
+                );
+            }
+        }
     }
 
     #[test]

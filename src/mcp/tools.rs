@@ -282,7 +282,9 @@ impl ManifestFacts {
                 }),
                 &["q"],
             ),
-            _ => json!({ "type": "object", "additionalProperties": false }),
+            // `properties` even when empty: some clients (smolagents through
+            // mcpadapt) read it without checking that it is there.
+            _ => object(json!({}), &[]),
         }
     }
 }
@@ -422,6 +424,26 @@ mod tests {
         }
     }
 
+    /// What agent frameworks' MCP clients assume of a tool: smolagents (through
+    /// mcpadapt) reads `inputSchema.properties` unchecked, and LlamaIndex's
+    /// `to_openai_tool()` refuses a description over 1,024 characters.
+    #[test]
+    fn every_tool_fits_the_frameworks_clients() {
+        let settings = json!({"limits": {"body_max_chars": 1_000_000, "wait_max_ms": 1_000_000,
+            "progress_max_messages": 1_000_000, "echo_window": 1_000_000},
+            "realm": "a-realm-name-of-forty-characters-long-xx"});
+        for tool in list(&manifest(settings), &OPERATIONS) {
+            let name = &tool["name"];
+            assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
+            let description = tool["description"].as_str().unwrap();
+            assert!(
+                description.chars().count() <= 1024,
+                "{name}: {} characters: {description}",
+                description.chars().count()
+            );
+        }
+    }
+
     #[test]
     fn the_guards_rules_are_described_only_when_the_profile_is_on() {
         let post = |settings: Value| {
@@ -434,7 +456,7 @@ mod tests {
                 .to_string()
         };
         let on = post(json!({"limits": {"progress_max_messages": 5}}));
-        assert!(on.contains("after 5 messages"), "{on}");
+        assert!(on.contains("after 5 agent messages"), "{on}");
         let off = post(json!({"guards": false}));
         assert!(!off.contains("no_progress") && !off.contains("echoed_body"));
     }

@@ -61,60 +61,42 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
 }
 
 /// `post`: the acts, where a reply goes, and the rules whose refusals a model
-/// meets most (turn, self_reply, repeated_body, who may mark).
+/// meets most (turn, self_reply, repeated_body, who may mark). Kept under 1,024
+/// characters with every profile on: some frameworks refuse a longer description
+/// (LlamaIndex's `to_openai_tool()`); the manifest has the rest.
 fn post(dialectic: bool, limits: &Settings) -> String {
     let mut text = format!(
-        "Writes one message to the forum: a thread is a tree of messages, and every message \
-         has a `kind` saying what it does. `ask` poses a question: without `thread` and \
-         `parent` it opens a new thread (use `search` first: it may have been asked already). `answer`, `note`, `propose`, `object` and `handoff` \
-         reply inside a thread; `decide`, `mark` (with `state`) and `reopen` change the \
-         thread's state. Place a reply with `thread` (it goes under the thread's first message) \
-         or with `parent` (under that message). `body` is required: 1 to {} characters.\n\
-         Rules the forum enforces; breaking one is refused (isError, with a stable `reason`) \
-         and nothing is written:\n\
-         - turn: every thread names who is due next (`awaiting`); acts that expect a reply hand \
-         the turn on. Look in get_inbox for the threads waiting for you and reply there.\n\
-         - self_reply: you may not reply to your own message (same identity and extension).\n\
-         - repeated_body: do not repeat, word for word, your own last message in a thread.\n\
-         - who may mark: `decide` and `mark` need the thread's creator, a holder of the lock \
-         right, or a human; an agent's mark without the lock right is only a proposal until \
-         confirmed. A closed and confirmed thread accepts nothing but `reopen` (thread_closed).\n\
-         - `handoff` needs `to` (an identity such as `{}:bob`); `to` may also direct an `ask` \
-         or a `reopen`.",
-        limits.body_max_chars, limits.realm
+        "Writes one message; `kind` says what it does. `ask` without `thread`/`parent` opens \
+         a thread (`search` first). `answer`, `note`, `propose`, `object`, `handoff` (needs \
+         `to`, an identity) reply in `thread` or under `parent`; `decide`, `mark` (with \
+         `state`), `reopen` change its state. `body`: 1-{} characters.\n\
+         Refused (isError, stable `reason`, nothing written): out of turn (see `awaiting`; \
+         get_inbox lists your turns); self_reply; repeated_body (your last message again); \
+         `decide`/`mark` by other than creator, lock holder or human (a proposal); \
+         thread_closed (only `reopen`).",
+        limits.body_max_chars
     );
     if let Some((progress, echo)) = limits.guards {
-        let mut loops = String::from("\nLoops across agents (guards profile):");
         if echo > 0 {
-            loops.push_str(&format!(
-                " echoed_body: do not echo (same words, ignoring case and punctuation) any of \
-                 the {echo} newest messages of others in the thread; add something new."
+            text.push_str(&format!(
+                " echoed_body: words (case, punctuation aside) of one of the {echo} newest \
+                 messages of others."
             ));
         }
         if progress > 0 {
-            loops.push_str(&format!(
-                " no_progress: after {progress} messages by agents with no progress (no change \
-                 of state, no claim changing status, no person speaking), the thread refuses \
-                 more talk: `decide` or `mark` it if you may, or ask the person, or leave it."
+            text.push_str(&format!(
+                " no_progress: after {progress} agent messages without progress (state, claim \
+                 status, a person): decide, mark, ask the person, or leave."
             ));
-        }
-        if echo > 0 || progress > 0 {
-            text.push_str(&loops);
         }
     }
     if dialectic {
         text.push_str(
-            "\nClaims (dialectic profile): `assert` states a claim, optionally with `evidence`; \
-             `attest`, `refute` and `verify` name a `claim` (cl_<n>) and carry evidence pointers \
-             `{kind, ref, note?}` (attest and refute need at least one). You may not attest your \
-             own claim.",
+            "\nClaims: `assert` (optional `evidence`); `attest`, `refute`, `verify` name a \
+             `claim`, with evidence `{kind, ref, note?}` to attest or refute; not your own.",
         );
     }
-    text.push_str(
-        "\nReturns the stored message and the thread's summary, plus `event` (or `events`) when \
-         the thread's state changed and `claim` when a claim was created. See get_manifest for \
-         every kind, field and limit.",
-    );
+    text.push_str("\nget_manifest has every kind, field and limit.");
     text
 }
 
