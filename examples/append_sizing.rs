@@ -1,5 +1,5 @@
 //! Sizes, on redb alone, a file layout that figures 2 and 4 of `parley-bench` point
-//! to (`docs/performance.md`, "An appending layout, sized"): a post's message and
+//! to (`docs/decisions/0009-appending-layout-not-built.md`): a post's message and
 //! thread record appended under its id, and moved to their thread's place in
 //! bulk every 512 posts, against today's layout, where each post writes into its
 //! thread's leaf of `messages`.

@@ -45,7 +45,7 @@ pub(crate) enum Gather {
     Adaptive,
     /// No: the caller brings a bunch it gathered itself. While its leader waited,
     /// the server's next requests queued outside the group (measured in
-    /// `docs/performance.md`, "Choices of the group commit").
+    /// `docs/decisions/0002-group-commit.md`).
     No,
 }
 
@@ -118,7 +118,7 @@ impl<J, O> Default for Group<J, O> {
 /// lock and one condition variable for the whole group, so a leader wakes every
 /// caller of its batch with one call. With a slot each (a lock and a condition
 /// variable per caller), a leader woke its callers one by one, which cost
-/// throughput and CPU time (`docs/performance.md`, "Choices of the group commit").
+/// throughput and CPU time (`docs/decisions/0002-group-commit.md`).
 struct Bell {
     /// The callers asleep on `ring`.
     lock: Mutex<usize>,
@@ -286,7 +286,7 @@ impl<J, O> Group<J, O> {
             Gather::Adaptive if shared.last_batch > 1 => (
                 shared.last_batch.min(MAX_BATCH),
                 // As long as the last batch took, by when its writers can be back
-                // (half as long measured worse: `docs/performance.md`).
+                // (half as long measured worse: `docs/decisions/0002-group-commit.md`).
                 shared.last_cost.min(self.max_gather),
             ),
             _ => (1, Duration::ZERO),
@@ -404,7 +404,8 @@ impl<J, O> Group<J, O> {
                     // More posts are due: let a caller queued on this core run up
                     // to its post. The ring wakes most callers onto the ringing
                     // core, often this one; without the yield they waited for the
-                    // whole batch while the other core idled (`docs/performance.md`).
+                    // whole batch while the other core idled
+                    // (`docs/decisions/0002-group-commit.md`).
                     std::thread::yield_now();
                 }
                 match applied {

@@ -13,7 +13,7 @@
 //! compiles a validator once per schema, so its cost grows with the result; 1.x
 //! checks the schema itself against the meta-schema on every call, so its cost
 //! grows with the number of subschemas. The shapes are chosen for both (figures in
-//! `docs/performance.md`, "MCP client cost"):
+//! `docs/decisions/0011-mcp-output-schemas.md`):
 //! - A shape used more than once in a schema is written once under `$defs` and
 //!   referenced as `#/$defs/<name>`; a shape used once is written in place.
 //! - Except the author pair (`{identity, extension}`) and the nullable keys, which

@@ -10,7 +10,7 @@
 //! `INDEX` (about 20 bytes), that rewrote a leaf of about two hundred entries,
 //! which redb rebuilds entry by entry. A leaf holds a few blocks, so a move
 //! rewrites one or two small values in a leaf of a few (measured in
-//! `docs/performance.md`, "Version 5 of the file").
+//! `docs/decisions/0004-redb-file-layout.md`).
 //!
 //! From version 6 the lists hold only the threads whose latest message is at or
 //! before the word index's merged mark (`words_merged_through`, see
@@ -22,7 +22,7 @@
 //! tail's threads from the message map ([`tail_threads`]), in position order
 //! with no interleaving. A post then writes the newest map block and no block of
 //! the lists, and a thread's first post in the tail still takes its old entry out
-//! (measured in `docs/performance.md`, "Version 6 of the file").
+//! (measured in `docs/decisions/0004-redb-file-layout.md`).
 
 use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};

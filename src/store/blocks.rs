@@ -11,7 +11,7 @@
 //! rewrites one value in a leaf of a few. Version 4 kept the blocks in
 //! `MESSAGES` (thread 0); they moved to the small table a post writes anyway,
 //! which spares a post the branch pages of one more path of the large one
-//! (measured in `docs/performance.md`, "Version 5 of the file").
+//! (measured in `docs/decisions/0004-redb-file-layout.md`).
 
 use crate::store::redb_error::OrStorage;
 use redb::{ReadableDatabase, ReadableTable};

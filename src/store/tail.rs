@@ -3,8 +3,8 @@
 //!
 //! A keyed post's record, `KEY ‖ identity ‖ 0 ‖ key` → message in `INDEX`, lands
 //! at a random place of a large index: a post that wrote it rebuilt one more leaf
-//! and its branch pages, and committed them (measured in `docs/performance.md`,
-//! "Version 5 of the file"). So a post no longer writes it.
+//! and its branch pages, and committed them (measured in
+//! `docs/decisions/0004-redb-file-layout.md`). So a post no longer writes it.
 //! The records of the tail's posts (the messages after `words_merged_through`,
 //! see `super::words`) are held here, and the post whose transaction merges the
 //! tail into the word index writes them too, in key order, in that transaction.
@@ -28,7 +28,7 @@
 //! ([`MergedKeys`]), so that a writer looks a key up in `INDEX` only when a record
 //! of that hash is there: a first try, the common case, then opens no table (the
 //! look-up cost a post about a twentieth of its time, measured in
-//! `docs/performance.md`, "A count of the merged keys"). The counts are exact for
+//! `docs/decisions/0004-redb-file-layout.md`). The counts are exact for
 //! the committed `INDEX` (loaded with the tail, changed only by committed
 //! transactions), so a hash the counts lack is a record `INDEX` lacks; two
 //! records of one hash only cost a look-up.

@@ -5,7 +5,7 @@
 //! Without it, every search read each body of the tail from the file, and so did
 //! the merge, once more. The reads made a longer tail cost every search, while a
 //! longer tail makes posts cheaper, since a merge's costs are shared by more posts
-//! (measured in `docs/performance.md`, "The word index's tail in memory").
+//! (measured in `docs/decisions/0003-word-index.md`).
 //!
 //! What holds, and what the code keeps:
 //! - A loaded [`WordTail`] whose `after` is the committed merged mark holds the

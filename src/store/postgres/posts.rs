@@ -1,9 +1,10 @@
 //! A transaction's posts, written as one statement per table.
 //!
 //! The server parses, plans and starts every statement it is sent, and for the
-//! small statements of a post that cost more than their rows (`docs/performance.md`,
-//! "PostgreSQL"). A batch of posts therefore queues its rows here and sends each
-//! table's rows together, as arrays to a statement the connection prepared once
+//! small statements of a post that cost more than their rows
+//! (`docs/decisions/0005-postgres-batch-statements.md`). A batch of posts therefore
+//! queues its rows here and sends each table's rows together, as arrays to a
+//! statement the connection prepared once
 //! ([`PREPARE`]): one `INSERT` of all the messages, one of their words, one upsert
 //! of the threads' final records. The inbox and the thread list keep
 //! one entry per thread, so a thread posted to several times in one batch needs
@@ -152,8 +153,8 @@ fn execute(sql: &mut String, name: &str, rows: usize, args: impl FnOnce(Stmt<'_>
 /// The statements [`Posts::drain_into`] executes, prepared once per connection
 /// (`begin.rs`). Each takes a table's rows as arrays, one per column: the server
 /// then parses, analyses and plans each statement once per connection instead of
-/// once per batch, which had cost more than executing it (`docs/performance.md`,
-/// "Prepared statements for a batch's rows").
+/// once per batch, which had cost more than executing it
+/// (`docs/decisions/0005-postgres-batch-statements.md`).
 pub(super) const PREPARE: &str = "\
     PREPARE parley_turns_out(text[], bigint[]) AS \
         DELETE FROM turns WHERE (identity, pos) IN (SELECT * FROM unnest($1, $2)); \

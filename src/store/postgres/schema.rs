@@ -36,8 +36,8 @@ const MIGRATIONS: &[&str] = &[
     // Version 2: the word index is one row per message, its distinct words in an
     // array under a GIN index, instead of a row (and a B-tree entry) per word: a
     // post's 50 or so words cost the server about 310 µs as rows and 55 µs as one
-    // array (`docs/performance.md`, "PostgreSQL"). GIN's pending list takes the
-    // new entries and merges them in bulk later, as the redb file's word tail does.
+    // array (`docs/decisions/0005-postgres-batch-statements.md`). GIN's pending list
+    // takes the new entries and merges them in bulk later, as the redb file's word tail does.
     "CREATE TABLE message_words (message bigint PRIMARY KEY, thread bigint NOT NULL,
                                  words text[] NOT NULL);
      INSERT INTO message_words (message, thread, words)
@@ -55,7 +55,7 @@ const MIGRATIONS: &[&str] = &[
     // changes. But a database's default collation (C.UTF-8, en_US.UTF-8, ...)
     // compares through the C library's locale code, and the word index's GIN
     // entries are compared that way on every batch (measured in
-    // `docs/performance.md`, "The C collation").
+    // `docs/decisions/0006-postgres-c-collation.md`).
     "ALTER TABLE message_words ALTER COLUMN words TYPE text[] COLLATE \"C\";
      ALTER TABLE turns ALTER COLUMN identity TYPE text COLLATE \"C\";
      ALTER TABLE writes ALTER COLUMN identity TYPE text COLLATE \"C\";

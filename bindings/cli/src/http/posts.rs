@@ -23,8 +23,8 @@ use tokio::sync::oneshot;
 
 /// Engine threads: one. A second applied the next bunch while the first waited for
 /// the disk, but its bunches were smaller and each paid a commit of its own, and
-/// the disk serves one at a time (measured in `docs/performance.md`, "Choices of
-/// the group commit").
+/// the disk serves one at a time (measured in
+/// `docs/decisions/0002-group-commit.md`).
 const THREADS: usize = 1;
 
 struct Request {
