@@ -98,8 +98,8 @@ pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
-    Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, MessageView, Page,
+    PostResult, SearchHit, Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod claims;
 mod cursor;
+pub(crate) mod digest;
 mod group;
 pub(crate) mod listen;
 mod place;
@@ -21,7 +22,7 @@ use read::show;
 use tokens::Right;
 
 /// The operations of SPEC §11, in the fixed order transports list them.
-pub const OPERATIONS: [&str; 10] = [
+pub const OPERATIONS: [&str; 11] = [
     "get_manifest",
     "whoami",
     "post",
@@ -32,6 +33,7 @@ pub const OPERATIONS: [&str; 10] = [
     "get_claim",
     "get_messages",
     "search",
+    "get_digest",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -253,6 +255,7 @@ impl Forum {
                 .search(token, args_obj)
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
+            "get_digest" => self.get_digest(token, args_obj),
             other => Err(Error::UnknownOperation(other.to_string())),
         }
     }

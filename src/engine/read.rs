@@ -21,7 +21,7 @@ use crate::protocol::words;
 use crate::store::records::{EventRec, MessageRec, ThreadRec};
 use crate::store::{Flow, ReadTx};
 
-fn bad_arg(field: &str, message: impl Into<String>) -> Error {
+pub(super) fn bad_arg(field: &str, message: impl Into<String>) -> Error {
     Refusal::new(Reason::InvalidArgument, message)
         .with_field(field)
         .into()
@@ -41,7 +41,7 @@ fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     args.get(key).filter(|v| !v.is_null())
 }
 
-fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
+pub(super) fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
     match arg(args, key) {
         None => Ok(None),
         Some(v) => parse_id(kind, v).map(Some).ok_or_else(|| {

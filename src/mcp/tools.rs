@@ -282,6 +282,7 @@ impl ManifestFacts {
                 }),
                 &["q"],
             ),
+            "get_digest" => object(json!({ "thread": self.id("thread", "th") }), &["thread"]),
             _ => json!({ "type": "object", "additionalProperties": false }),
         }
     }
@@ -304,6 +305,7 @@ fn title(operation: &str) -> &'static str {
         "get_claim" => "Read a claim",
         "search" => "Search messages by words",
         "get_messages" => "Read messages as a feed",
+        "get_digest" => "Read a thread's digest",
         _ => "",
     }
 }

@@ -43,6 +43,13 @@ const GET_CLAIM: &str =
     refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
     the number.";
 
+const GET_DIGEST: &str =
+    "Reads what matters of a thread too long to read whole: its summary, the root \
+    message, the decision (the newest `decide`, or null), the open questions (the oldest \
+    10 `ask` messages with no `answer` below them), the newest 10 claims (id, status, text), \
+    the last 5 messages and how many messages it left out. Read the digest of a long \
+    thread before `get_thread`; page through the rest with `get_messages`.";
+
 /// The description of the tool of `operation`.
 pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
@@ -56,6 +63,7 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "get_messages" => with_wait(GET_MESSAGES.to_string(), limits, "a message is written"),
         "search" => SEARCH.to_string(),
         "get_claim" => GET_CLAIM.to_string(),
+        "get_digest" => GET_DIGEST.to_string(),
         other => format!("The `{other}` operation."),
     }
 }
