@@ -99,8 +99,9 @@ pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Envelope, EventView, InboxItem, Lease, LeaseRequest, MessageView, Page,
-    PostResult, Presence, SearchHit, Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease, LeaseRequest,
+    MessageView, Page, PostResult, Presence, SearchHit, Session, Support, ThreadSummary,
+    ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

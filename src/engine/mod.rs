@@ -3,6 +3,7 @@
 pub(crate) mod claims;
 pub(crate) mod coordination;
 mod cursor;
+pub(crate) mod digest;
 mod group;
 pub(crate) mod listen;
 mod place;
@@ -24,7 +25,7 @@ use tokens::Right;
 /// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
 /// order transports list them. A forum offers those of its enabled profiles
 /// ([`Forum::offers`]).
-pub const OPERATIONS: [&str; 15] = [
+pub const OPERATIONS: [&str; 16] = [
     "get_manifest",
     "whoami",
     "post",
@@ -40,6 +41,7 @@ pub const OPERATIONS: [&str; 15] = [
     "lease",
     "release",
     "get_leases",
+    "get_digest",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -269,6 +271,7 @@ impl Forum {
                 .search(token, args_obj)
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
+            "get_digest" => self.get_digest(token, args_obj),
             op if coordination::OPERATIONS.contains(&op) => {
                 self.coordination_call(token, op, args_obj)
             }

@@ -393,6 +393,34 @@ impl Doc {
                 json!({ "message": self.shape(Shape::Message), "thread": self.shape(Shape::Thread) }),
                 &["message", "thread"],
             )),
+            // Messages without replies: the digest's schema does not recurse.
+            "get_digest" => (
+                json!({
+                    "thread": self.shape(Shape::Thread),
+                    "root": self.shape(Shape::Message),
+                    "decision": null_or(self.shape(Shape::Message)),
+                    "open_questions": array_of(self.shape(Shape::Message)),
+                    "claims": array_of(object(
+                        json!({
+                            "id": string(),
+                            "status": one_of_strings(&crate::protocol::claim::CLAIM_STATES),
+                            "text": string(),
+                        }),
+                        &["id", "status", "text"],
+                    )),
+                    "recent": array_of(self.shape(Shape::Message)),
+                    "omitted": { "type": "integer", "minimum": 0 },
+                }),
+                vec![
+                    "thread",
+                    "root",
+                    "decision",
+                    "open_questions",
+                    "claims",
+                    "recent",
+                    "omitted",
+                ],
+            ),
             other => coordination::success(other).unwrap_or_else(|| (json!({}), vec![])),
         }
     }

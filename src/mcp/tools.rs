@@ -286,6 +286,7 @@ impl ManifestFacts {
                 }),
                 &["q"],
             ),
+            "get_digest" => object(json!({ "thread": self.id("thread", "th") }), &["thread"]),
             // `properties` even when empty: some clients (smolagents through
             // mcpadapt) read it without checking that it is there.
             other => self
@@ -317,6 +318,7 @@ fn title(operation: &str) -> &'static str {
         "lease" => "Claim a resource (a file, a branch, a job)",
         "release" => "Release a lease",
         "get_leases" => "List active leases",
+        "get_digest" => "Read a thread's digest",
         _ => "",
     }
 }

@@ -177,6 +177,19 @@ pub struct ThreadSpot {
     pub last_message: u64,
 }
 
+/// What the digest (SPEC §17) needs of every message of a thread: its place in
+/// the tree and its act. Read from the front of a stored message, so a long
+/// thread is summed up without decoding its bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageHead {
+    /// `msg_<id>`.
+    pub id: u64,
+    /// The act.
+    pub kind: Act,
+    /// Its parent; `None` for a root.
+    pub parent: Option<u64>,
+}
+
 /// A message. Stored in the binary form of `codec`, not as JSON.
 #[derive(Debug, Clone)]
 pub struct MessageRec {

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::records::{Awaiting, GuardState, MessageRec, PostKey, Recent, ThreadRec};
+use super::records::{Awaiting, GuardState, MessageHead, MessageRec, PostKey, Recent, ThreadRec};
 use crate::error::{Error, Result};
 use crate::protocol::acts::Act;
 use crate::protocol::evidence::{Evidence, EvidenceKind};
@@ -269,6 +269,23 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
     out.0
 }
 
+/// How many bytes from the front of a stored message hold its head (id, act,
+/// parent): the format byte, the id, the act's name (at most 7 bytes and its
+/// length), the thread and the optional parent. A backend may read only these.
+pub(crate) const HEAD_BYTES: usize = 1 + 8 + (4 + 7) + 8 + (1 + 8);
+
+/// The head of a stored message (SPEC §17's digest), read in place from its
+/// first [`HEAD_BYTES`] bytes or more; the body is never looked at.
+pub(crate) fn head(bytes: &[u8]) -> Result<MessageHead> {
+    let mut r = In { buf: bytes, at: 0 };
+    message_format(&mut r)?;
+    let id = r.u64()?;
+    let kind = act(r.str()?)?;
+    r.u64()?; // thread
+    let parent = r.opt(In::u64)?;
+    Ok(MessageHead { id, kind, parent })
+}
+
 /// A message back from its stored bytes.
 /// The body of a stored message, read in place (the word index reads nothing else).
 pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
@@ -419,6 +436,26 @@ mod tests {
         assert_eq!(body(&encode(&m)).unwrap(), m.body);
         assert_eq!(body(&encode(&bare)).unwrap(), bare.body);
         assert!(body(&encode(&m)[..20]).is_err(), "a cut record is damage");
+    }
+
+    #[test]
+    fn a_head_is_read_from_the_front_of_a_record_alone() {
+        for kind in crate::protocol::acts::ACTS.iter().map(|s| s.act) {
+            let mut m = full();
+            m.kind = kind;
+            let bytes = encode(&m);
+            let want = MessageHead {
+                id: 9,
+                kind,
+                parent: Some(4),
+            };
+            assert!(kind.kind().len() <= 7, "{kind:?} outgrows HEAD_BYTES");
+            assert_eq!(head(&bytes[..HEAD_BYTES]).unwrap(), want);
+            assert_eq!(head(&bytes).unwrap(), want);
+        }
+        let root = encode(&MessageRec::bare(3, 1, None));
+        assert_eq!(head(&root).unwrap().parent, None);
+        assert!(head(&root[..10]).is_err(), "a cut head is damage");
     }
 
     #[test]

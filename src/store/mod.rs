@@ -27,8 +27,8 @@ pub use redb_store::check_integrity;
 pub(crate) use redb_store::RedbStore;
 
 use records::{
-    ClaimRec, EventRec, IdentityRec, LeaseRec, MessageRec, PresenceRec, Remembered, ThreadRec,
-    ThreadSpot, TokenRec,
+    ClaimRec, EventRec, IdentityRec, LeaseRec, MessageHead, MessageRec, PresenceRec, Remembered,
+    ThreadRec, ThreadSpot, TokenRec,
 };
 
 use std::sync::Arc;
@@ -76,6 +76,20 @@ pub trait ReadTx {
     /// The messages of a thread, in creation order; `expected` is how many there
     /// should be (the thread's count), to size the list once.
     fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>>;
+    /// The heads (id, act, parent) of a thread's messages, in creation order: what
+    /// the digest (SPEC §17) reads of every message. A backend should read them
+    /// without decoding the bodies; this default decodes whole messages.
+    fn thread_heads(&self, thread: u64, expected: usize) -> Result<Vec<MessageHead>> {
+        Ok(self
+            .thread_messages(thread, expected)?
+            .iter()
+            .map(|m| MessageHead {
+                id: m.id,
+                kind: m.kind,
+                parent: m.parent,
+            })
+            .collect())
+    }
     /// A claim.
     fn claim(&self, id: u64) -> Result<Option<ClaimRec>>;
     /// An event.

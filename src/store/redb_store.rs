@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 
 use super::codec::{decode_json as decode, encode_json as encode};
 use super::records::{
-    Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
-    TokenRec,
+    Awaiting, ClaimRec, EventRec, IdentityRec, MessageHead, MessageRec, Remembered, ThreadRec,
+    ThreadSpot, TokenRec,
 };
 use super::redb_open::{
     commit_failed_on_io, holds_foreign_tables, is_io_failure, migrate_v1, migrate_words, open_file,

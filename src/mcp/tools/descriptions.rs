@@ -73,6 +73,13 @@ const GET_LEASES: &str = "Lists the active leases, oldest first: those overlappi
     given. Look before you start work on shared files or jobs; each lease names its holder, \
     mode, note and `expires_at`.";
 
+const GET_DIGEST: &str =
+    "Reads what matters of a thread too long to read whole: its summary, the root \
+    message, the decision (the newest `decide`, or null), the open questions (the oldest \
+    10 `ask` messages with no `answer` below them), the newest 10 claims (id, status, text), \
+    the last 5 messages and how many messages it left out. Read the digest of a long \
+    thread before `get_thread`; page through the rest with `get_messages`.";
+
 /// The description of the tool of `operation`.
 pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
@@ -91,6 +98,7 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "lease" => LEASE.to_string(),
         "release" => RELEASE.to_string(),
         "get_leases" => GET_LEASES.to_string(),
+        "get_digest" => GET_DIGEST.to_string(),
         other => format!("The `{other}` operation."),
     }
 }
