@@ -68,7 +68,8 @@ mod time;
 /// offline checks of a forum file.
 ///
 /// [`Forum::open`] picks the backend from its argument: a path opens an embedded
-/// forum file (redb), a `postgres://` URL a forum in PostgreSQL. Another backend
+/// forum file (redb), a `postgres://` URL a forum in PostgreSQL (with the
+/// `postgres` cargo feature, see [`POSTGRES`](storage::POSTGRES)). Another backend
 /// implements [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
 /// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), and is
 /// handed to [`Forum::with_store`].
@@ -80,8 +81,15 @@ pub mod storage {
     };
     pub use crate::store::{is_postgres_url, scheme, without_password};
 
+    /// Whether this build has the PostgreSQL backend: the `postgres` cargo feature
+    /// (off by default, so that the embedded engine links no async runtime, TLS
+    /// stack or socket code). Without it, [`Forum::open`] of a `postgres://` URL is
+    /// refused with [`Error::Storage`](crate::Error::Storage) saying so.
+    pub const POSTGRES: bool = cfg!(feature = "postgres");
+
     // A test hook, not API (a forum opens its backend in `Forum::open`):
     // tests/postgres.rs holds a snapshot open beside a forum (`PgStore::open`).
+    #[cfg(feature = "postgres")]
     #[doc(hidden)]
     pub use crate::store::PgStore;
 }

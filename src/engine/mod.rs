@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
-use crate::store::{is_postgres_url, PgStore, RedbStore, Store};
+use crate::store::{is_postgres_url, RedbStore, Store};
 use read::show;
 use tokens::Right;
 
@@ -75,7 +75,9 @@ impl Forum {
     ///
     /// A file or database written by a newer schema version is refused with
     /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
-    /// [`Error::NotAForum`].
+    /// [`Error::NotAForum`]. PostgreSQL needs the `postgres` cargo feature
+    /// ([`storage::POSTGRES`](crate::storage::POSTGRES)): a build without it refuses
+    /// a `postgres://` URL with [`Error::Storage`], saying so.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         Forum::open_in(path.as_ref(), config, true)
     }
@@ -93,12 +95,7 @@ impl Forum {
         config.validate()?;
         if let Some(text) = path.to_str() {
             if is_postgres_url(text) {
-                let store = if create {
-                    PgStore::open(text, config.durability)?
-                } else {
-                    PgStore::open_existing(text, config.durability)?
-                };
-                return Forum::with_store(Box::new(store), config);
+                return Forum::open_postgres(text, config, create);
             }
             // Another database's URL is refused, not taken for a file's name (nor
             // echoed with its password).
@@ -117,6 +114,29 @@ impl Forum {
             RedbStore::open_existing_with(path, durability, progress)?
         };
         Forum::with_store(Box::new(store), config)
+    }
+
+    /// The forum in PostgreSQL that `url` names.
+    #[cfg(feature = "postgres")]
+    fn open_postgres(url: &str, config: Config, create: bool) -> Result<Forum> {
+        use crate::store::PgStore;
+        let store = if create {
+            PgStore::open(url, config.durability)?
+        } else {
+            PgStore::open_existing(url, config.durability)?
+        };
+        Forum::with_store(Box::new(store), config)
+    }
+
+    /// A build without the PostgreSQL backend refuses its URLs in words (never
+    /// taking one for a file's name), and says how to get a build that has it.
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(url: &str, _config: Config, _create: bool) -> Result<Forum> {
+        Err(Error::storage(format!(
+            "{}: {}",
+            crate::store::without_password(url),
+            crate::store::NO_POSTGRES
+        )))
     }
 
     /// A forum in memory, gone when dropped. For tests and throwaway use.

@@ -11,6 +11,9 @@ mod codec;
 mod expiry;
 mod file;
 mod map_migration;
+// The shared backend, with its client, tokio and rustls: only in builds that ask
+// for it, so that the embedded engine links no async runtime and no socket code.
+#[cfg(feature = "postgres")]
 mod postgres;
 mod tail;
 pub use crate::protocol::records;
@@ -18,13 +21,18 @@ mod redb_error;
 mod redb_open;
 mod redb_store;
 mod tables;
+mod url;
 mod word_tail;
 mod words;
 
 pub use check::{check, CheckReport};
-pub use postgres::{is_postgres_url, scheme, without_password, PgStore};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use redb_store::check_integrity;
 pub(crate) use redb_store::RedbStore;
+#[cfg(not(feature = "postgres"))]
+pub(crate) use url::NO_POSTGRES;
+pub use url::{is_postgres_url, scheme, without_password};
 
 use records::{
     ClaimRec, EventRec, IdentityRec, LeaseRec, MessageHead, MessageRec, PresenceRec, Remembered,

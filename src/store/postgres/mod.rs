@@ -36,8 +36,6 @@ use super::{ReadTx, Store, WriteTx};
 use crate::config::Durability;
 use crate::error::Result;
 
-pub use conn::{is_postgres_url, scheme, without_password};
-
 /// A forum stored in PostgreSQL.
 pub struct PgStore {
     pool: Arc<Pool>,
