@@ -532,3 +532,39 @@ fn lease_arguments_limits_and_the_order_of_checks() {
         ok(&forum, &bob, "lease", json!({ "resource": "d" }));
     }
 }
+
+#[test]
+fn a_forum_file_of_an_older_release_opens_and_keeps_its_leases_across_reopens() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forum.redb");
+    std::fs::copy(here.join("forum-v5.redb"), &path).unwrap();
+    let tokens: Value =
+        serde_json::from_str(&std::fs::read_to_string(here.join("forum-v5.tokens.json")).unwrap())
+            .unwrap();
+    let bob = tokens["bob"].as_str().unwrap();
+    let clock = Clock(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(T0)));
+    {
+        let forum = parley_forum::Forum::open(&path, config(json!({}), &clock)).unwrap();
+        ok(&forum, bob, "set_presence", json!({ "status": "working" }));
+        ok(&forum, bob, "lease", json!({ "resource": "a" }));
+        ok(&forum, bob, "lease", json!({ "resource": "b" }));
+        ok(&forum, bob, "release", json!({ "lease": "ls_2" }));
+    }
+    let forum = parley_forum::Forum::open(&path, config(json!({}), &clock)).unwrap();
+    let held = ok(&forum, bob, "get_leases", json!({}));
+    assert_eq!(held["items"][0]["id"], "ls_1");
+    assert_eq!(held["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        ok(&forum, bob, "get_presence", json!({}))["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let next = ok(&forum, bob, "lease", json!({ "resource": "c" }));
+    assert_eq!(
+        next["lease"]["id"], "ls_3",
+        "a released id is not issued again after a reopen"
+    );
+}
