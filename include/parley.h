@@ -186,9 +186,9 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // The generic call (SPEC §11.3): runs `operation` (one of the manifest's
 // `"operations"`: `"get_manifest"`, `"whoami"`, `"post"`, `"get_thread"`,
 // `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
-// `"get_messages"`, `"search"`) with the JSON object `args_json` (NULL: `{}`) for
-// the holder of `token` (NULL: no token; operations that need one are then
-// refused with `token_missing`).
+// `"get_messages"`, `"search"`, `"get_digest"`) with the JSON object `args_json`
+// (NULL: `{}`) for the holder of `token` (NULL: no token; operations that need
+// one are then refused with `token_missing`).
 //
 // With the listen profile (SPEC §14.2, on by default), `"get_inbox"`,
 // `"get_events"`, `"get_messages"` and `"list_threads"` take `"wait_ms"`: an
