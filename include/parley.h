@@ -191,7 +191,7 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // The generic call (SPEC §11.3): runs `operation` (one of the manifest's
 // `"operations"`: `"get_manifest"`, `"whoami"`, `"post"`, `"get_thread"`,
 // `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
-// `"get_messages"`, `"search"`, and with the coordination profile (SPEC §16, on by
+// `"get_messages"`, `"search"`, `"get_digest"`, and with the coordination profile (SPEC §16, on by
 // default) `"set_presence"`, `"get_presence"`, `"lease"`, `"release"`,
 // `"get_leases"`) with the JSON object `args_json` (NULL: `{}`) for
 // the holder of `token` (NULL: no token; operations that need one are then

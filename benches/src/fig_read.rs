@@ -190,7 +190,7 @@ pub fn events(dir: &Path, sizes: &Sizes) -> Res<Row> {
 
 /// A thread of `len` messages as a tree: each reply goes under an earlier message
 /// of another author, at most 24 levels deep.
-fn build_thread(forum: &Forum, len: usize) -> Res<(String, String)> {
+pub(crate) fn build_thread(forum: &Forum, len: usize) -> Res<(String, String)> {
     let authors: Vec<String> = (0..4)
         .map(|k| token(forum, &format!("t{k}")))
         .collect::<Res<_>>()?;

@@ -5,6 +5,7 @@
 
 mod baseline;
 mod fig_device;
+mod fig_digest;
 mod fig_guards;
 mod fig_http;
 mod fig_listen;
@@ -31,9 +32,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 23] = [
+const FIGURES: [&str; 24] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "16", "17", "18", "19", "20", "21", "22",
+    "16", "17", "18", "19", "20", "21", "22", "24",
 ];
 
 /// Figures measured together, in one set of rounds: each ratio compares series
@@ -53,7 +54,7 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-22; `10-rust` is the Rust half of 10;
+    /// Only these figures, comma-separated (1-22, 24; `10-rust` is the Rust half of 10;
     /// 16-18 need PostgreSQL: --pg).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -223,6 +224,7 @@ fn run_figure(
         "20" => one(fig_search::replay(&sub, sizes)),
         "21" => one(fig_device::device(&sub, sizes)),
         "22" => one(fig_guards::guards(&sub, sizes)),
+        "24" => one(fig_digest::digest(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -89,3 +89,24 @@ fn figure_22_compares_the_guards_on_and_off() {
         }
     }
 }
+
+/// Figure 24 measures `get_digest` against `get_thread` of the same thread.
+#[test]
+fn figure_24_compares_the_digest_with_the_whole_thread() {
+    let out = bench(&["--quick", "--reps", "1", "--only", "24", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    let row = &rows[0];
+    assert_eq!(row["id"], Value::from(24), "{row}");
+    assert_eq!(row["target"], "<= 0.3x", "{row}");
+    let (v, b) = (row["value"].as_f64(), row["baseline"].as_f64());
+    assert!(v > Some(0.0) && b > Some(0.0), "{row}");
+    assert!(row["pass"].is_boolean(), "{row}");
+    assert!(
+        row["detail"]["thread_json_bytes"].as_u64() > row["detail"]["digest_json_bytes"].as_u64()
+    );
+}

@@ -14,7 +14,9 @@ Every operation is also reachable as ``forum.call(token, operation, args)``, the
 MCP handler as ``forum.mcp(token, request)``, and the asyncio API in :mod:`parley.aio`.
 Reads can wait for what is new (``session.inbox(wait=30)``), and
 ``for item in session.feed("inbox")`` hands over each item as it arrives.
-``session.search("dev server port")`` finds messages by their words. Posts take an
+``session.search("dev server port")`` finds messages by their words;
+``session.digest(thread)`` sums a long thread up (root, decision, open questions, claims,
+the last messages). Posts take an
 ``idempotency_key`` (see :func:`new_idempotency_key`), and
 ``forum.session(token, retries=3)`` retries storage failures without posting twice.
 ``parley.connect("http://127.0.0.1:7878", token)`` is the same session with a forum
@@ -108,6 +110,8 @@ from .types import (
     LeaseResult,
     LeaseList,
     CoordinationProfile,
+    DigestClaim,
+    Digest,
 )
 
 __version__ = VERSION
@@ -199,4 +203,6 @@ __all__ = [
     "LeaseResult",
     "LeaseList",
     "CoordinationProfile",
+    "DigestClaim",
+    "Digest",
 ]

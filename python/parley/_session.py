@@ -17,6 +17,7 @@ from ._coordination import Coordination
 from ._feed import Feed
 from .types import (
     ClaimView,
+    Digest,
     Event,
     EventsPage,
     FeedKind,
@@ -344,6 +345,20 @@ class Session(Coordination, Acts[PostResult]):
         listen profile.
         """
         return Feed(self, kind, thread=thread, since=since)
+
+    def digest(self, thread: Id) -> Digest:
+        """``get_digest`` (SPEC §17): what matters of a thread too long to read whole.
+
+        Returns ``{"thread", "root", "decision", "open_questions", "claims", "recent",
+        "omitted"}``: the summary, the root message, the newest ``decide`` (or ``None``),
+        the oldest 10 ``ask`` messages with no ``answer`` below them, the newest 10
+        claims (``{"id", "status", "text"}``), the last 5 messages, and how many
+        messages none of these shows. Messages carry no ``replies``.
+        """
+        _args.check_id("thread", thread)
+        return cast(Digest, self.call("get_digest", {"thread": thread}))
+
+    get_digest = digest
 
     def claim_status(self, claim: Id) -> ClaimView:
         """``get_claim``: a claim with its status, support and refutations."""

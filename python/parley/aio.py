@@ -44,6 +44,7 @@ from ._session import Session
 from .types import (
     AuthorKind,
     ClaimView,
+    Digest,
     Event,
     EventsPage,
     FeedKind,
@@ -430,6 +431,13 @@ class AsyncSession(AsyncCoordination, Acts[Awaitable[PostResult]]):
         """``async for item in session.feed(...)``: inbox items, messages or events as
         they arrive; see :meth:`parley.Session.feed`. Waiting holds no thread."""
         return AsyncFeed(self._session, kind, thread=thread, since=since)
+
+    async def digest(self, thread: Id) -> Digest:
+        """``get_digest``; see :meth:`parley.Session.digest`."""
+        _args.check_id("thread", thread)
+        return cast(Digest, await _call(self._session, "get_digest", {"thread": thread}))
+
+    get_digest = digest
 
     async def claim_status(self, claim: Id) -> ClaimView:
         _args.check_id("claim", claim)

@@ -89,6 +89,8 @@ __all__ = [
     "LeaseResult",
     "LeaseList",
     "CoordinationProfile",
+    "DigestClaim",
+    "Digest",
 ]
 
 # -- The closed sets ------------------------------------------------------------------
@@ -181,6 +183,7 @@ Operation = Literal[
     "lease",
     "release",
     "get_leases",
+    "get_digest",
 ]
 """The operations of SPEC §11, in the order of ``parley.OPERATIONS``."""
 
@@ -594,3 +597,29 @@ class SearchPage(TypedDict):
     cursor: str
     more: bool
 
+
+
+class DigestClaim(TypedDict):
+    """A claim as the digest lists it: its id, status and text."""
+
+    id: str
+    status: ClaimStatus
+    text: str
+
+
+class Digest(TypedDict):
+    """``get_digest`` (SPEC §17): what matters of a thread, within a budget. Its
+    messages carry no ``replies``."""
+
+    thread: ThreadSummary
+    root: Message
+    decision: Optional[Message]
+    """The newest ``decide``, or ``None``."""
+    open_questions: List[Message]
+    """``ask`` messages (the root included) with no ``answer`` below them, the oldest 10."""
+    claims: List[DigestClaim]
+    """The thread's claims, the newest 10, newest first (empty without the dialectic profile)."""
+    recent: List[Message]
+    """The last 5 messages, in creation order."""
+    omitted: int
+    """How many messages are in none of ``root``, ``decision``, ``open_questions``, ``recent``."""

@@ -132,7 +132,10 @@ def test_every_format_carries_search_and_the_idempotency_key(forum: parley.Forum
         "anthropic": {t["name"]: t["input_schema"] for t in session.tools("anthropic")},
     }
     for format, by_name in schemas.items():
-        assert list(by_name)[8:10] == ["get_messages", "search"], format
+        names = list(by_name)
+        at = names.index("get_messages")
+        assert names[at : at + 2] == ["get_messages", "search"], format
+        assert names.index("get_digest") > at + 1 and by_name["get_digest"]["required"] == ["thread"], format
         key = by_name["post"]["properties"]["idempotency_key"]
         assert key["type"] == "string" and "idempotency_key" not in by_name["post"].get("required", [])
         assert re.fullmatch(key["pattern"], parley.new_idempotency_key())

@@ -8,6 +8,7 @@ mod admin;
 mod check;
 mod control;
 mod demo;
+mod digest;
 mod http;
 mod human;
 mod log;
@@ -72,7 +73,8 @@ enum Command {
     /// Serve the forum over MCP (stdio or Streamable HTTP) and REST.
     ///
     /// While it serves, it also answers the other `parley` commands (token, post,
-    /// thread, inbox, events, claim, search and the verbs) on the Unix socket
+    /// thread, inbox, events, claim, search, digest and the
+    /// verbs) on the Unix socket
     /// `<forum-file>.sock` beside the forum file, which only this user can reach
     /// (mode 0600, peer uid checked). Those commands use it when it answers and
     /// open the file themselves when not. The socket is removed at shutdown; a stale
@@ -136,21 +138,10 @@ enum Command {
         json: bool,
     },
     /// Find messages holding every one of WORDS, newest first.
-    Search {
-        #[command(flatten)]
-        auth: TokenArg,
-        /// The words (1 to 16); case does not matter.
-        #[arg(required = true, num_args = 1..)]
-        words: Vec<String>,
-        /// Only in this thread.
-        #[arg(long)]
-        thread: Option<String>,
-        #[command(flatten)]
-        page: reads::Page,
-        /// Print the raw result as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Search(search::Args),
+    /// Show what matters of a thread: root, decision, open questions, claims, the
+    /// last messages, and how many it left out.
+    Digest(digest::Args),
     /// List the threads, by last activity, oldest first.
     Threads {
         #[command(flatten)]
@@ -448,16 +439,13 @@ fn run(cli: Cli) -> CmdResult {
             let token = auth.resolve()?;
             reads::claim(here(false)?.calls(), token.as_deref(), &id, json)
         }
-        Command::Search {
-            auth,
-            words,
-            thread,
-            page,
-            json,
-        } => {
-            let token = auth.resolve()?;
-            let forum = here(false)?;
-            search::run(forum.calls(), token.as_deref(), &words, thread, &page, json)
+        Command::Search(args) => {
+            let token = args.auth.resolve()?;
+            search::run(here(false)?.calls(), token.as_deref(), &args)
+        }
+        Command::Digest(args) => {
+            let token = args.auth.resolve()?;
+            digest::run(here(false)?.calls(), token.as_deref(), &args)
         }
         Command::Threads {
             auth,

@@ -7,23 +7,35 @@ use serde_json::{json, Value};
 use crate::human::Call;
 use crate::reads::{print_json, Page};
 use crate::terminal::visible;
+use crate::token_arg::TokenArg;
 use crate::CmdResult;
 
-pub(crate) fn run(
-    forum: &dyn Call,
-    token: Option<&str>,
-    words: &[String],
+/// `parley search`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    pub(crate) auth: TokenArg,
+    /// The words (1 to 16); case does not matter.
+    #[arg(required = true, num_args = 1..)]
+    words: Vec<String>,
+    /// Only in this thread.
+    #[arg(long)]
     thread: Option<String>,
-    page: &Page,
-    raw: bool,
-) -> CmdResult {
-    let mut args = page.args();
-    args.insert("q".into(), json!(words.join(" ")));
-    if let Some(thread) = thread {
+    #[command(flatten)]
+    page: Page,
+    /// Print the raw result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(forum: &dyn Call, token: Option<&str>, a: &Args) -> CmdResult {
+    let mut args = a.page.args();
+    args.insert("q".into(), json!(a.words.join(" ")));
+    if let Some(thread) = &a.thread {
         args.insert("thread".into(), json!(thread));
     }
     let result = forum.call(token, "search", &Value::Object(args))?;
-    if raw {
+    if a.json {
         print_json(&result);
     } else {
         print!("{}", visible(&describe(&result)));

@@ -1,5 +1,5 @@
 //! Control characters written by an agent never reach the person's terminal raw:
-//! every view (`threads`, `proposals`, `thread`, `inbox`, `events`, `search`,
+//! every view (`threads`, `proposals`, `thread`, `digest`, `inbox`, `events`, `search`,
 //! `claim`, the acts' outcome lines, `token list`, `--json`, refusals on stderr)
 //! shows them as escapes (`\u001b`), and so does the web view's page.
 
@@ -93,10 +93,11 @@ impl Scene {
 }
 
 fn every_view(s: &Scene) {
-    let views: [&[&str]; 8] = [
+    let views: [&[&str]; 9] = [
         &["threads"],
         &["proposals"],
         &["thread", "th_1"],
+        &["digest", "th_1"],
         &["inbox"],
         &["events"],
         &["search", "body"],

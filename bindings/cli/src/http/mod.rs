@@ -126,8 +126,7 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
         posts: Arc::clone(&posts),
         runtime: runtime.handle().clone(),
     };
-    // Declared after the runtime, so that an early return drops it first: its
-    // posts wait on the runtime.
+    // Declared after the runtime so an early return drops it first (its posts wait on it).
     let mut channel = crate::control::Channel::start(db, Arc::new(engine))?;
     let addr = options.addr.as_str();
     runtime.block_on(async {
@@ -223,6 +222,7 @@ pub(crate) fn router(app: App) -> Router {
         .route("/v1/messages/stream", get(sse::messages))
         .route("/v1/threads", get(rest::list_threads))
         .route("/v1/threads/{id}", get(rest::get_thread))
+        .route("/v1/threads/{id}/digest", get(rest::get_digest))
         .route("/v1/inbox", get(rest::inbox))
         .route("/v1/inbox/stream", get(sse::inbox))
         .route("/v1/events", get(rest::events))

@@ -67,6 +67,19 @@ pub(crate) async fn get_thread(
     }
 }
 
+/// `get_digest` (SPEC §17): `GET /v1/threads/{id}/digest`.
+pub(crate) async fn get_digest(
+    State(app): State<App>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    match path_id(id, "thread") {
+        Ok(id) => read(app, headers, query, "get_digest", Some(("thread", id))).await,
+        Err(refusal) => refusal_response(&refusal),
+    }
+}
+
 pub(crate) async fn inbox(State(app): State<App>, headers: HeaderMap, query: RawQuery) -> Response {
     read(app, headers, query, "get_inbox", None).await
 }
