@@ -7,6 +7,7 @@
 mod admin;
 mod check;
 mod control;
+mod coordination;
 mod demo;
 mod http;
 mod human;
@@ -44,6 +45,7 @@ const EXIT_STATE_CHANGED: u8 = 4;
     about = "Parley v1 forum: MCP and REST server, token admin, reading views, demo",
     after_help = "Exit status: 0 on success, 3 when the forum refused the request (the reason is printed), \
                   4 when an act was refused because the thread's state changed (state_changed), \
+                  5 when `lease check` finds a path leased by another identity, \
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
@@ -168,6 +170,36 @@ enum Command {
     Proposals {
         #[command(flatten)]
         auth: TokenArg,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show who is working, idle or away (stale past their time), or set your own
+    /// presence with `presence set STATUS`.
+    Presence(coordination::PresenceArgs),
+    /// List the active leases.
+    Leases {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// Only leases overlapping this resource.
+        #[arg(long)]
+        resource: Option<String>,
+        /// Only leases held by this identity.
+        #[arg(long)]
+        identity: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take or renew a lease on a resource (a file, a prefix like `src/`, a job), or
+    /// check paths against the leases of others (`lease check`, for a pre-commit hook).
+    Lease(coordination::LeaseArgs),
+    /// Release a lease: its holder's identity, a token with the lock right, or a person.
+    Release {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The lease id (`ls_3` or `3`).
+        lease: String,
         /// Print the raw result as JSON.
         #[arg(long)]
         json: bool,
@@ -310,6 +342,8 @@ enum Failure {
     Refused(String),
     /// The thread's state is no longer the one the act was conditioned on (exit 4).
     StateChanged(String),
+    /// `lease check` found paths leased by another identity (exit 5); one line each.
+    Held(String),
     /// Anything else (exit 1).
     Other(String),
 }
@@ -386,6 +420,12 @@ fn main() -> ExitCode {
         Err(Failure::StateChanged(line)) => {
             eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_STATE_CHANGED)
+        }
+        Err(Failure::Held(lines)) => {
+            for line in lines.lines() {
+                eprintln!("parley: {}", terminal::visible(line));
+            }
+            ExitCode::from(coordination::EXIT_HELD)
         }
         Err(Failure::Other(line)) => {
             eprintln!("parley: error: {}", terminal::visible(&line));
@@ -472,6 +512,22 @@ fn run(cli: Cli) -> CmdResult {
         Command::Proposals { auth, json } => {
             let token = auth.resolve()?;
             verbs::proposals(here(false)?.calls(), token.as_deref(), json)
+        }
+        Command::Presence(args) => coordination::presence(&here, args),
+        Command::Leases {
+            auth,
+            resource,
+            identity,
+            json,
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            coordination::leases(forum.calls(), token.as_deref(), resource, identity, json)
+        }
+        Command::Lease(args) => coordination::lease(&here, args),
+        Command::Release { auth, lease, json } => {
+            let token = auth.resolve()?;
+            coordination::release(here(false)?.calls(), token.as_deref(), &lease, json)
         }
         Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
         Command::Close(a) => act(&here, a, &human::Act::Close),
