@@ -6,6 +6,7 @@
 mod baseline;
 mod fig_guards;
 mod fig_http;
+mod fig_lease;
 mod fig_listen;
 mod fig_listen_http;
 mod fig_pg;
@@ -30,9 +31,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 22] = [
+const FIGURES: [&str; 23] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "16", "17", "18", "19", "20", "22",
+    "16", "17", "18", "19", "20", "22", "23",
 ];
 
 /// Figures measured together, in one set of rounds: each ratio compares series
@@ -52,7 +53,7 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-20, 22; `10-rust` is the Rust half of 10;
+    /// Only these figures, comma-separated (1-20, 22, 23; `10-rust` is the Rust half of 10;
     /// 16-18 need PostgreSQL: --pg).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -221,6 +222,7 @@ fn run_figure(
         "19" => one(fig_search::search(&sub, sizes)),
         "20" => one(fig_search::replay(&sub, sizes)),
         "22" => one(fig_guards::guards(&sub, sizes)),
+        "23" => one(fig_lease::lease(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }
