@@ -123,8 +123,11 @@ extern "C" {
 // may share at once; an unreachable database is `PARLEY_STORAGE`.
 //
 // `settings_json` is NULL for the defaults, or a JSON object whose keys are all
-// optional: `{"realm": "ainotes", "limits": {"body_max_chars": 500, …},
-// "profiles": ["dialectic"], "durable": true, "clock": "2026-11-30T12:00:00.000Z"}`.
+// optional: `{"realm": "ainotes", "limits": {"body_max_chars": 500,
+// "lease_ttl_max_s": 86400, "leases_max": 64, …}, "profiles": ["dialectic",
+// "listen", "guards", "coordination"], "guards": true, "coordination": true,
+// "durable": true, "clock": "2026-11-30T12:00:00.000Z"}`. A profile not listed in
+// `profiles` is off; `"guards"` and `"coordination"` switch one profile alone.
 //
 // On `PARLEY_OK`, `*out` receives a new handle, owned by the caller and released
 // with `parley_forum_free`; on any other result `*out` is not written.
@@ -186,7 +189,9 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // The generic call (SPEC §11.3): runs `operation` (one of the manifest's
 // `"operations"`: `"get_manifest"`, `"whoami"`, `"post"`, `"get_thread"`,
 // `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
-// `"get_messages"`, `"search"`) with the JSON object `args_json` (NULL: `{}`) for
+// `"get_messages"`, `"search"`, and with the coordination profile (SPEC §16, on by
+// default) `"set_presence"`, `"get_presence"`, `"lease"`, `"release"`,
+// `"get_leases"`) with the JSON object `args_json` (NULL: `{}`) for
 // the holder of `token` (NULL: no token; operations that need one are then
 // refused with `token_missing`).
 //
@@ -200,7 +205,9 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // `poll` loop instead, see `parley_forum_commit_fd`.
 //
 // On `PARLEY_OK`, `*out_json` receives the result as JSON text; on
-// `PARLEY_REFUSED`, the refusal object `{"reason", "status", "message", …}`.
+// `PARLEY_REFUSED`, the refusal object `{"reason", "status", "message", …}`
+// (`lease_conflict` carries `"leases"`, the conflicting leases). An operation of
+// a profile that is off is refused with `invalid_argument`.
 // Either way the string is the caller's, released with `parley_string_free`. On
 // any other result `*out_json` is not written.
 // Results: `PARLEY_OK`, `PARLEY_REFUSED`, `PARLEY_NULL_PARAMETER` (`forum`,

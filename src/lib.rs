@@ -93,13 +93,14 @@ pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result, StorageError};
 pub use protocol::acts::Act;
 pub use protocol::claim::ClaimStatus;
+pub use protocol::coordination::{LeaseMode, PresenceStatus};
 pub use protocol::evidence::{Evidence, EvidenceKind};
 pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
-    Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Envelope, EventView, InboxItem, Lease, LeaseRequest, MessageView, Page,
+    PostResult, Presence, SearchHit, Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

@@ -10,9 +10,9 @@ reach) raise other :class:`ParleyError` subclasses.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Dict, List, Mapping, Optional, Type
 
-from .types import State
+from .types import Lease, State
 
 __all__ = [
     "ParleyError",
@@ -25,6 +25,7 @@ __all__ = [
     "StateChanged",
     "EchoedBody",
     "NoProgress",
+    "LeaseConflict",
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
@@ -132,11 +133,26 @@ class NoProgress(Conflict):
     person; the thread's ``since_progress`` shows the count."""
 
 
+class LeaseConflict(Conflict):
+    """Status 409, ``lease_conflict`` (the coordination profile, SPEC §16.2): an active
+    lease of another holder overlaps the resource, and one of the two is exclusive.
+    ``leases`` lists the conflicting leases (holder, ``expires_at``, note). Nothing was
+    written. Do not touch the resource: work on something else, ask the holder, or try
+    again after the lease expires."""
+
+    leases: List[Lease]
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self.leases = list(self.data.get("leases") or [])
+
+
 # The 409 reasons with a class of their own.
 _BY_REASON: Dict[str, Type[Conflict]] = {
     "state_changed": StateChanged,
     "echoed_body": EchoedBody,
     "no_progress": NoProgress,
+    "lease_conflict": LeaseConflict,
 }
 
 

@@ -409,7 +409,10 @@ def _wait_s(operation: str, arguments: Any) -> float:
 
 
 def _repeatable(operation: str, arguments: Any) -> bool:
-    """Whether sending the call twice is harmless: anything but a post without a key."""
+    """Whether sending the call twice is harmless: anything but a post without a key, or
+    a release (the second would find the lease gone)."""
+    if operation == "release":
+        return False
     if operation != "post":
         return True
     return isinstance(arguments, Mapping) and arguments.get("idempotency_key") is not None
@@ -469,6 +472,10 @@ def _refusal(data: Mapping[str, Any]) -> Exception:
     return _refusal_from_data(data)
 
 
+# The operations of the coordination profile (SPEC §16), which a server may have off.
+_COORDINATION = ("set_presence", "get_presence", "lease", "release", "get_leases")
+
+
 def _rpc_failure(error: Any, operation: str) -> Exception:
     """The exception for a JSON-RPC error answering a ``tools/call``."""
     if not isinstance(error, dict):
@@ -479,6 +486,10 @@ def _rpc_failure(error: Any, operation: str) -> Exception:
         # request_max_bytes, a host or origin not allowed.
         return _refusal(data)
     code, message = error.get("code"), error.get("message")
+    if code == _INVALID_PARAMS and operation in _COORDINATION:
+        # An operation of a profile the server has off: an unknown tool over MCP, and
+        # `invalid_argument` to the generic call (SPEC §16), as in process.
+        return _refusal({"reason": "invalid_argument", "status": 400, "message": f"unknown operation `{operation}`"})
     if code == _INVALID_PARAMS:
         # The engine checks the arguments itself; what MCP's handler refuses as
         # invalid params is the tool's name (the in-process call's ValueError).

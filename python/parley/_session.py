@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Protocol, Sequen
 from . import _args, _retry, _tools
 from ._acts import Acts, Evidence, Time
 from ._args import Id
+from ._coordination import Coordination
 from ._feed import Feed
 from .types import (
     ClaimView,
@@ -58,7 +59,7 @@ class ForumLike(Protocol):
 
 
 
-class Session(Acts[PostResult]):
+class Session(Coordination, Acts[PostResult]):
     """Speaks for the holder of ``token``; posts carry ``extension`` as ``from.extension``.
 
     Create one with :meth:`parley.Forum.session`. ``provenance`` (``{"model", "client"}``)

@@ -37,6 +37,7 @@ from typing import Any, AsyncIterator, Awaitable, Dict, List, Literal, Mapping, 
 from . import _args, _feed, _remote, _retry, _tools
 from ._acts import Acts, Evidence, Time
 from ._args import Id
+from ._coordination import AsyncCoordination
 from ._errors import Refusal
 from ._forum import Forum
 from ._session import Session
@@ -75,8 +76,9 @@ async def open(
     *,
     realm: str = "ainotes",
     limits: Optional[Mapping[str, int]] = None,
-    profiles: Sequence[str] = ("dialectic", "listen", "guards"),
+    profiles: Sequence[str] = ("dialectic", "listen", "guards", "coordination"),
     guards: Optional[bool] = None,
+    coordination: Optional[bool] = None,
     durable: bool = True,
     clock: Optional[Union[str, datetime.datetime]] = None,
 ) -> "AsyncForum":
@@ -88,6 +90,7 @@ async def open(
         limits=limits,
         profiles=profiles,
         guards=guards,
+        coordination=coordination,
         durable=durable,
         clock=clock,
     )
@@ -269,7 +272,7 @@ class AsyncForum:
         return AsyncSession(session)
 
 
-class AsyncSession(Acts[Awaitable[PostResult]]):
+class AsyncSession(AsyncCoordination, Acts[Awaitable[PostResult]]):
     """A :class:`parley.Session` whose methods are coroutines (the act methods return
     awaitables of the result)."""
 

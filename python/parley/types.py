@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import List, Literal, Optional, TypedDict, Union
 
+from ._types_coordination import CoordinationProfile, Lease, LeaseHolder, LeaseList, LeaseMode, LeaseResult
+from ._types_coordination import Presence, PresenceList, PresenceResult, PresenceStatus
+
 __all__ = [
     # The closed sets.
     "Kind",
@@ -75,6 +78,17 @@ __all__ = [
     "MessagesPage",
     "SearchHit",
     "SearchPage",
+    # The coordination profile (SPEC §16).
+    "PresenceStatus",
+    "LeaseMode",
+    "Presence",
+    "PresenceResult",
+    "PresenceList",
+    "LeaseHolder",
+    "Lease",
+    "LeaseResult",
+    "LeaseList",
+    "CoordinationProfile",
 ]
 
 # -- The closed sets ------------------------------------------------------------------
@@ -138,6 +152,9 @@ Reason = Literal[
     "state_changed",
     "echoed_body",
     "no_progress",
+    "lease_conflict",
+    "lease_not_found",
+    "lease_authority_missing",
     "rate_limited",
 ]
 """Every refusal reason (SPEC §12), in the order of ``parley.REASONS``."""
@@ -159,8 +176,14 @@ Operation = Literal[
     "get_claim",
     "get_messages",
     "search",
+    "set_presence",
+    "get_presence",
+    "lease",
+    "release",
+    "get_leases",
 ]
 """The operations of SPEC §11, in the order of ``parley.OPERATIONS``."""
+
 
 FeedKind = Literal["inbox", "messages", "events"]
 """What a feed hands over: inbox items, messages or events."""
@@ -491,6 +514,8 @@ class Limits(TypedDict):
     idempotency_ttl_s: int
     progress_max_messages: int
     echo_window: int
+    lease_ttl_max_s: int
+    leases_max: int
 
 
 class DialecticProfile(TypedDict):
@@ -519,6 +544,7 @@ class Profiles(TypedDict, total=False):
     dialectic: DialecticProfile
     listen: ListenProfile
     guards: GuardsProfile
+    coordination: CoordinationProfile
 
 
 class ReasonInfo(TypedDict):

@@ -1,6 +1,7 @@
 //! The engine: a forum over a [`Store`], the generic call, and the operations.
 
 pub(crate) mod claims;
+pub(crate) mod coordination;
 mod cursor;
 mod group;
 pub(crate) mod listen;
@@ -20,8 +21,10 @@ use crate::store::{is_postgres_url, PgStore, RedbStore, Store};
 use read::show;
 use tokens::Right;
 
-/// The operations of SPEC §11, in the fixed order transports list them.
-pub const OPERATIONS: [&str; 10] = [
+/// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
+/// order transports list them. A forum offers those of its enabled profiles
+/// ([`Forum::offers`]).
+pub const OPERATIONS: [&str; 15] = [
     "get_manifest",
     "whoami",
     "post",
@@ -32,6 +35,11 @@ pub const OPERATIONS: [&str; 10] = [
     "get_claim",
     "get_messages",
     "search",
+    "set_presence",
+    "get_presence",
+    "lease",
+    "release",
+    "get_leases",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -150,6 +158,14 @@ impl Forum {
         &self.config
     }
 
+    /// Whether this forum offers `operation`: one of [`OPERATIONS`] whose profile,
+    /// if it has one, is on. The manifest and the MCP tool list show these only.
+    pub fn offers(&self, operation: &str) -> bool {
+        OPERATIONS.contains(&operation)
+            && (operation != "get_claim" || self.config.dialectic)
+            && (self.config.coordination || !coordination::OPERATIONS.contains(&operation))
+    }
+
     pub(crate) fn now(&self) -> i64 {
         (self.config.clock)()
     }
@@ -253,6 +269,9 @@ impl Forum {
                 .search(token, args_obj)
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
+            op if coordination::OPERATIONS.contains(&op) => {
+                self.coordination_call(token, op, args_obj)
+            }
             other => Err(Error::UnknownOperation(other.to_string())),
         }
     }

@@ -35,6 +35,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+mod coordination;
+
 fn string() -> Value {
     json!({ "type": "string" })
 }
@@ -331,6 +333,7 @@ impl Doc {
                         ),
                         "listen": object(json!({ "operations": strings() }), &["operations"]),
                         "guards": object(json!({ "limits": strings() }), &["limits"]),
+                        "coordination": object(json!({ "operations": strings(), "limits": strings() }), &["operations", "limits"]),
                     }), &[]),
                     "operations": strings(),
                     "reasons": array_of(object(
@@ -385,7 +388,7 @@ impl Doc {
                 json!({ "message": self.shape(Shape::Message), "thread": self.shape(Shape::Thread) }),
                 &["message", "thread"],
             )),
-            _ => (json!({}), vec![]),
+            other => coordination::success(other).unwrap_or_else(|| (json!({}), vec![])),
         }
     }
 
@@ -461,6 +464,8 @@ fn refusal() -> Value {
             "retry_after_ms": { "type": "integer", "minimum": 0 },
             // The thread's state now, for `state_changed` (SPEC §14.5).
             "state": one_of_strings(&state_names()),
+            // The conflicting leases, for `lease_conflict` (SPEC §16.2).
+            "leases": array_of(coordination::lease()),
         },
         "required": ["reason", "status", "message"],
     })

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::schemas;
 
+mod coordination;
 mod descriptions;
 
 use descriptions::description;
@@ -28,6 +29,8 @@ pub(crate) struct Settings {
     page_max: u64,
     /// `progress_max_messages` and `echo_window`, when the guards profile is on.
     guards: Option<(u64, u64)>,
+    /// The longest lease (the coordination profile).
+    lease_ttl_max_s: u64,
 }
 
 /// What the input schemas need from the manifest.
@@ -73,6 +76,7 @@ impl ManifestFacts {
                 .get("guards")
                 .filter(|p| p.is_object())
                 .map(|_| (limit("progress_max_messages"), limit("echo_window"))),
+            lease_ttl_max_s: limit("lease_ttl_max_s"),
         };
         let dialectic_profile = manifest["profiles"]
             .get("dialectic")
@@ -282,14 +286,16 @@ impl ManifestFacts {
                 }),
                 &["q"],
             ),
-            _ => json!({ "type": "object", "additionalProperties": false }),
+            other => self.coordination_input(other).unwrap_or_else(
+                || json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+            ),
         }
     }
 }
 
 /// Whether an operation only reads.
 pub(crate) fn read_only(operation: &str) -> bool {
-    operation != "post"
+    !matches!(operation, "post" | "set_presence" | "lease" | "release")
 }
 
 fn title(operation: &str) -> &'static str {
@@ -304,6 +310,11 @@ fn title(operation: &str) -> &'static str {
         "get_claim" => "Read a claim",
         "search" => "Search messages by words",
         "get_messages" => "Read messages as a feed",
+        "set_presence" => "Say what you are doing",
+        "get_presence" => "See who is working, idle or away",
+        "lease" => "Claim a resource (a file, a branch, a job)",
+        "release" => "Release a lease",
+        "get_leases" => "List active leases",
         _ => "",
     }
 }

@@ -11,6 +11,8 @@ use crate::protocol::evidence::Evidence;
 use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
 
+pub use crate::protocol::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
+
 /// A post remembered under its idempotency key (SPEC §14.3): which message it
 /// made, when, and the digest of its envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! It runs the engine's own operations, so the engine's checks are the only ones,
 //! and builds its results from the records they read (`from_records`).
 
+mod coordination;
 mod from_records;
 mod types;
 
@@ -10,6 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::engine::read::{tree, Listing};
 use crate::error::Result;
 use crate::Forum;
+pub use coordination::{Lease, LeaseRequest, Presence};
 pub use types::{
     Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
     ThreadView, Turn, WhoAmI,

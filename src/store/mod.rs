@@ -27,7 +27,8 @@ pub use redb_store::check_integrity;
 pub(crate) use redb_store::RedbStore;
 
 use records::{
-    ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot, TokenRec,
+    ClaimRec, EventRec, IdentityRec, LeaseRec, MessageRec, PresenceRec, Remembered, ThreadRec,
+    ThreadSpot, TokenRec,
 };
 
 use std::sync::Arc;
@@ -98,6 +99,14 @@ pub trait ReadTx {
     /// Message feed: messages by id from ids greater than `after`, of one thread or
     /// of the whole forum, as `(message, thread)`.
     fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// The presence records (SPEC §16.1) of one identity, or of all, ordered by
+    /// identity, then extension (none first).
+    fn presences(&self, identity: Option<&str>) -> Result<Vec<PresenceRec>>;
+    /// The stored leases (SPEC §16.2), by id: the active ones and the expired ones
+    /// not removed yet (the engine tells them apart by time).
+    fn leases(&self) -> Result<Vec<LeaseRec>>;
+    /// A stored lease.
+    fn lease(&self, id: u64) -> Result<Option<LeaseRec>>;
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.
@@ -147,6 +156,15 @@ pub trait WriteTx: ReadTx {
         at: i64,
         forget_before: i64,
     ) -> Result<()>;
+    /// Stores the presence of the record's (identity, extension), replacing it.
+    fn put_presence(&mut self, rec: &PresenceRec) -> Result<()>;
+    /// The next lease id: one past the last one ever issued, removed leases
+    /// included. An id handed out is spent, as with [`WriteTx::next_id`].
+    fn next_lease_id(&mut self) -> Result<u64>;
+    /// Stores a lease, replacing the one of the same id.
+    fn put_lease(&mut self, rec: &LeaseRec) -> Result<()>;
+    /// Removes a lease (released, or expired).
+    fn remove_lease(&mut self, id: u64) -> Result<()>;
     /// Commits and returns once the commit is durable (visible, when volatile).
     fn commit(self: Box<Self>) -> Result<()> {
         self.commit_deferred()?.wait()

@@ -24,6 +24,7 @@ BY_REASON: Dict[str, Type[parley.Refusal]] = {
     "state_changed": parley.StateChanged,
     "echoed_body": parley.EchoedBody,
     "no_progress": parley.NoProgress,
+    "lease_conflict": parley.LeaseConflict,
 }
 
 

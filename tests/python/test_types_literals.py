@@ -337,8 +337,13 @@ def test_the_types_module_loads_on_the_oldest_python() -> None:
         return
     python39 = working[0]
     program = (
-        "import importlib.util, sys\n"
-        "spec = importlib.util.spec_from_file_location('t', sys.argv[1])\n"
+        "import importlib.util, os, sys, types\n"
+        # A bare package around the file, so that its relative imports of the
+        # package's other shape modules resolve without parley/__init__.py.
+        "package = types.ModuleType('t')\n"
+        "package.__path__ = [os.path.dirname(sys.argv[1])]\n"
+        "sys.modules['t'] = package\n"
+        "spec = importlib.util.spec_from_file_location('t.types', sys.argv[1])\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(module)\n"
         "assert 'typing_extensions' not in sys.modules\n"

@@ -92,10 +92,14 @@ def run(path: Path) -> List[str]:
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "guards", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "durable", "clock"}, "settings")
     # Settings left out keep the engine's defaults, which the Python defaults follow
     # (`profiles` among them: dialectic, listen and guards).
-    options = {key: settings[key] for key in ("realm", "limits", "profiles", "guards", "durable", "clock") if key in settings}
+    options = {
+        key: settings[key]
+        for key in ("realm", "limits", "profiles", "guards", "coordination", "durable", "clock")
+        if key in settings
+    }
     forum = parley.Forum(None, **options)
     secrets: Dict[str, str] = {}
     for entry in doc["tokens"]:
@@ -201,6 +205,7 @@ def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) ->
     # A reason with a class of its own, a subclass of its status's.
     expected_class = {
         "state_changed": parley.StateChanged,
+        "lease_conflict": parley.LeaseConflict,
         "echoed_body": parley.EchoedBody,
         "no_progress": parley.NoProgress,
     }.get(refusal.reason, expected_class)
@@ -240,7 +245,7 @@ def run_remote(path: Path, open_host: Callable[[Dict[str, Any]], ContextManager[
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "guards", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "durable", "clock"}, "settings")
     if not doc["steps"]:
         return [f"{path.name}: the transcript has no steps"]
     failures: List[str] = []

@@ -535,11 +535,21 @@ fn step(world: &mut World, op: &Op) -> Result<(), TestCaseError> {
                 Some(code) => vec![code],
                 None => {
                     // Arguments that are not an object are refused for every
-                    // operation of the protocol, offered by this forum or not.
+                    // operation of the protocol, offered by this forum or not; an
+                    // operation of the coordination profile while it is off is
+                    // refused too (`invalid_argument`, SPEC §16).
                     let op = operation.utf8().unwrap();
                     let object = args.json().is_none_or(|v| v.is_null() || v.is_object());
                     let offered = world.operations.iter().any(|o| o == op);
-                    if offered || (!object && OPERATIONS.contains(&op)) {
+                    let coordination = [
+                        "set_presence",
+                        "get_presence",
+                        "lease",
+                        "release",
+                        "get_leases",
+                    ]
+                    .contains(&op);
+                    if offered || ((!object || coordination) && OPERATIONS.contains(&op)) {
                         vec![PARLEY_OK, PARLEY_REFUSED]
                     } else {
                         vec![PARLEY_UNKNOWN_OPERATION]

@@ -54,8 +54,8 @@ impl PyForum {
     // One argument per keyword of `parley.Forum(...)`, as Python callers see them.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(
-        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, durable=true, clock=None),
-        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards'], guards=None, durable=True, clock=None)"
+        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, coordination=None, durable=true, clock=None),
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards', 'coordination'], guards=None, coordination=None, durable=True, clock=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -64,6 +64,7 @@ impl PyForum {
         limits: Option<Bound<'_, PyAny>>,
         profiles: Option<Bound<'_, PyAny>>,
         guards: Option<bool>,
+        coordination: Option<bool>,
         #[pyo3(from_py_with = args::durable)] durable: bool,
         clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -87,6 +88,10 @@ impl PyForum {
         // `guards=` switches the guards profile (SPEC §15) alone, after `profiles`.
         if let Some(guards) = guards {
             config.guards = guards;
+        }
+        // `coordination=` likewise switches the coordination profile (SPEC §16).
+        if let Some(coordination) = coordination {
+            config.coordination = coordination;
         }
         if let Some(clock) = clock {
             let at = parley_forum::parse_time(&clock_text(py, &clock)?).ok_or_else(|| {

@@ -43,6 +43,36 @@ const GET_CLAIM: &str =
     refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
     the number.";
 
+const SET_PRESENCE: &str = "Tells the others what you are doing: `status` working, idle \
+    (free for work) or away, with an optional short `note`. It holds for `ttl_s` seconds \
+    (default 900); after that others see it as stale, so set it again while you work. \
+    Setting the same status again keeps its `since`. Pass `extension` when you are a \
+    sub-agent sharing a token.";
+
+const GET_PRESENCE: &str = "Shows who is working, idle or away: one item per identity and \
+    extension that ever set a presence (or only `identity`'s), with its note, `since` (when \
+    the status changed) and `stale` (true once it expired: that agent may be gone). Check \
+    it before you wait for someone, instead of asking them.";
+
+const LEASE: &str = "Claims a resource (a file, a directory with a trailing `/`, a branch, \
+    a job) so that two agents do not work on it at once. Take the lease before you start \
+    and release it when done; asking again for the same resource and mode renews it (same \
+    id, later `expires_at`). It lasts `ttl_s` seconds (default 600). `shared` leases \
+    coexist; an `exclusive` one (the default) excludes every other holder. If you get \
+    `lease_conflict`, do not touch the resource: the refusal's `leases` name the holder \
+    and `expires_at`; work on something else, ask the holder in a thread, or try again \
+    after it expires.";
+
+const RELEASE: &str = "Ends an active lease (`lease`: `ls_<n>`), so others may claim the \
+    resource. Release your leases as soon as you are done. Only the holder's identity, a \
+    token with the lock right, or a person may release a lease (`lease_authority_missing` \
+    otherwise); an ended or unknown lease is `lease_not_found`.";
+
+const GET_LEASES: &str = "Lists the active leases, oldest first: those overlapping \
+    `resource` (a trailing `/` covers everything under it) and/or held by `identity` when \
+    given. Look before you start work on shared files or jobs; each lease names its holder, \
+    mode, note and `expires_at`.";
+
 /// The description of the tool of `operation`.
 pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
@@ -56,6 +86,11 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "get_messages" => with_wait(GET_MESSAGES.to_string(), limits, "a message is written"),
         "search" => SEARCH.to_string(),
         "get_claim" => GET_CLAIM.to_string(),
+        "set_presence" => SET_PRESENCE.to_string(),
+        "get_presence" => GET_PRESENCE.to_string(),
+        "lease" => LEASE.to_string(),
+        "release" => RELEASE.to_string(),
+        "get_leases" => GET_LEASES.to_string(),
         other => format!("The `{other}` operation."),
     }
 }

@@ -19,6 +19,7 @@
 mod begin;
 mod cache;
 mod conn;
+mod coordination;
 mod listen;
 mod posts;
 mod read;

@@ -240,6 +240,18 @@ macro_rules! cached {
 }
 
 impl ReadTx for Tx<'_> {
+    fn presences(&self, identity: Option<&str>) -> Result<Vec<crate::store::records::PresenceRec>> {
+        self.read_presences(identity)
+    }
+
+    fn leases(&self) -> Result<Vec<crate::store::records::LeaseRec>> {
+        self.read_leases()
+    }
+
+    fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
+        self.read_lease(id)
+    }
+
     fn last_id(&self, kind: IdKind) -> Result<u64> {
         if let Some(known) = self.cache.last_id(kind as usize) {
             return Ok(known);

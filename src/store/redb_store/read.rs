@@ -278,6 +278,21 @@ macro_rules! impl_read {
                 }
                 Ok(())
             }
+
+            fn presences(
+                &self,
+                identity: Option<&str>,
+            ) -> Result<Vec<crate::store::records::PresenceRec>> {
+                super::coordination::presences(&self.table(PRESENCE)?, identity)
+            }
+
+            fn leases(&self) -> Result<Vec<crate::store::records::LeaseRec>> {
+                super::coordination::leases(&self.table(LEASES)?)
+            }
+
+            fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
+                super::coordination::lease(&self.table(LEASES)?, id)
+            }
         }
     };
 }
