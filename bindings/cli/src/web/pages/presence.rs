@@ -23,6 +23,9 @@ pub(super) struct Seen {
 /// `token`. `None` when the forum does not offer presence (the coordination
 /// profile is off), so the page leaves the section out.
 pub(super) fn read(forum: &Forum, token: &str, view: &Value) -> Result<Option<Vec<Seen>>, Error> {
+    if !forum.offers("get_presence") {
+        return Ok(None);
+    }
     let mut seen: Vec<Seen> = Vec::new();
     let awaited = view["thread"]["awaiting"]["identity"]
         .as_str()
@@ -38,12 +41,8 @@ pub(super) fn read(forum: &Forum, token: &str, view: &Value) -> Result<Option<Ve
     seen.truncate(MAX_IDENTITIES);
     for who in &mut seen {
         let args = json!({ "identity": who.identity });
-        match forum.call(Some(token), "get_presence", &args) {
-            Ok(result) => who.items = render::items(&result).to_vec(),
-            Err(Error::UnknownOperation(_)) => return Ok(None),
-            Err(err) if is_switched_off(&err) => return Ok(None),
-            Err(err) => return Err(err),
-        }
+        let result = forum.call(Some(token), "get_presence", &args)?;
+        who.items = render::items(&result).to_vec();
     }
     Ok(Some(seen))
 }
@@ -62,15 +61,6 @@ fn participants<'a>(messages: impl Iterator<Item = &'a Value>, seen: &mut Vec<Se
         }
         participants(message["replies"].as_array().into_iter().flatten(), seen);
     }
-}
-
-/// A profile switched off answers the generic call as an unknown argument
-/// (SPEC §16): the operation is not there.
-fn is_switched_off(err: &Error) -> bool {
-    err.refusal().is_some_and(|r| {
-        r.reason == parley_forum::Reason::InvalidArgument
-            && r.message.starts_with("unknown operation")
-    })
 }
 
 /// The section, or nothing when the forum has no presence.
