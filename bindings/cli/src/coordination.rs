@@ -22,6 +22,71 @@ use crate::{CmdResult, Failure, Target};
 /// Exit code of `lease check` when a path is held by another identity.
 pub(crate) const EXIT_HELD: u8 = 5;
 
+/// The verbs of this module, flattened into the command line's.
+#[derive(Subcommand)]
+pub(crate) enum Verb {
+    /// Show who is working, idle or away (stale past their time), or set your own
+    /// presence with `presence set STATUS`.
+    Presence(PresenceArgs),
+    /// List the active leases.
+    Leases {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// Only leases overlapping this resource.
+        #[arg(long)]
+        resource: Option<String>,
+        /// Only leases held by this identity.
+        #[arg(long)]
+        identity: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take or renew a lease on a resource (a file, a prefix like `src/`, a job), or
+    /// check paths against the leases of others (`lease check`, for a pre-commit hook).
+    Lease(LeaseArgs),
+    /// Release a lease: its holder's identity, a token with the lock right, or a person.
+    Release {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The lease id (`ls_3` or `3`).
+        lease: String,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs one of the verbs. The token is read before the forum is opened.
+pub(crate) fn run(here: Here<'_>, verb: Verb) -> CmdResult {
+    match verb {
+        Verb::Presence(args) => presence(here, args),
+        Verb::Leases {
+            auth,
+            resource,
+            identity,
+            json,
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            leases(forum.calls(), token.as_deref(), resource, identity, json)
+        }
+        Verb::Lease(args) => lease(here, args),
+        Verb::Release { auth, lease, json } => {
+            let token = auth.resolve()?;
+            release(here(false)?.calls(), token.as_deref(), &lease, json)
+        }
+    }
+}
+
+/// Reports what `lease check` found held, a line each, and exits with [`EXIT_HELD`].
+pub(crate) fn held(lines: &str) -> std::process::ExitCode {
+    for line in lines.lines() {
+        eprintln!("parley: {}", visible(line));
+    }
+    std::process::ExitCode::from(EXIT_HELD)
+}
+
 /// `parley presence [IDENTITY]` or `parley presence set STATUS`.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -106,7 +171,7 @@ enum LeaseCommand {
 }
 
 /// `parley presence …`.
-pub(crate) fn presence(here: Here<'_>, args: PresenceArgs) -> CmdResult {
+fn presence(here: Here<'_>, args: PresenceArgs) -> CmdResult {
     match args.set {
         Some(PresenceCommand::Set {
             auth,
@@ -142,7 +207,7 @@ pub(crate) fn presence(here: Here<'_>, args: PresenceArgs) -> CmdResult {
 }
 
 /// `parley leases [--resource R] [--identity I]`.
-pub(crate) fn leases(
+fn leases(
     forum: &dyn Call,
     token: Option<&str>,
     resource: Option<String>,
@@ -164,7 +229,7 @@ pub(crate) fn leases(
 }
 
 /// `parley lease …`.
-pub(crate) fn lease(here: Here<'_>, args: LeaseArgs) -> CmdResult {
+fn lease(here: Here<'_>, args: LeaseArgs) -> CmdResult {
     if let Some(LeaseCommand::Check { auth, paths }) = args.check {
         let token = auth.resolve()?;
         return check(here, token.as_deref(), paths);
@@ -191,7 +256,7 @@ pub(crate) fn lease(here: Here<'_>, args: LeaseArgs) -> CmdResult {
 }
 
 /// `parley release LEASE`.
-pub(crate) fn release(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
+fn release(forum: &dyn Call, token: Option<&str>, id: &str, raw: bool) -> CmdResult {
     let result = forum.call(token, "release", &json!({ "lease": id }))?;
     show(&result, raw, |r| {
         let l = &r["lease"];

@@ -174,36 +174,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show who is working, idle or away (stale past their time), or set your own
-    /// presence with `presence set STATUS`.
-    Presence(coordination::PresenceArgs),
-    /// List the active leases.
-    Leases {
-        #[command(flatten)]
-        auth: TokenArg,
-        /// Only leases overlapping this resource.
-        #[arg(long)]
-        resource: Option<String>,
-        /// Only leases held by this identity.
-        #[arg(long)]
-        identity: Option<String>,
-        /// Print the raw result as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Take or renew a lease on a resource (a file, a prefix like `src/`, a job), or
-    /// check paths against the leases of others (`lease check`, for a pre-commit hook).
-    Lease(coordination::LeaseArgs),
-    /// Release a lease: its holder's identity, a token with the lock right, or a person.
-    Release {
-        #[command(flatten)]
-        auth: TokenArg,
-        /// The lease id (`ls_3` or `3`).
-        lease: String,
-        /// Print the raw result as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    #[command(flatten)]
+    Coordination(coordination::Verb),
     /// Confirm a thread's proposed state (a mark of that state by a confirmer).
     Confirm(ActArgs),
     /// Close a thread; closed by a person, it is confirmed and so locked.
@@ -421,12 +393,7 @@ fn main() -> ExitCode {
             eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_STATE_CHANGED)
         }
-        Err(Failure::Held(lines)) => {
-            for line in lines.lines() {
-                eprintln!("parley: {}", terminal::visible(line));
-            }
-            ExitCode::from(coordination::EXIT_HELD)
-        }
+        Err(Failure::Held(lines)) => coordination::held(&lines),
         Err(Failure::Other(line)) => {
             eprintln!("parley: error: {}", terminal::visible(&line));
             ExitCode::FAILURE
@@ -513,22 +480,7 @@ fn run(cli: Cli) -> CmdResult {
             let token = auth.resolve()?;
             verbs::proposals(here(false)?.calls(), token.as_deref(), json)
         }
-        Command::Presence(args) => coordination::presence(&here, args),
-        Command::Leases {
-            auth,
-            resource,
-            identity,
-            json,
-        } => {
-            let token = auth.resolve()?;
-            let forum = here(false)?;
-            coordination::leases(forum.calls(), token.as_deref(), resource, identity, json)
-        }
-        Command::Lease(args) => coordination::lease(&here, args),
-        Command::Release { auth, lease, json } => {
-            let token = auth.resolve()?;
-            coordination::release(here(false)?.calls(), token.as_deref(), &lease, json)
-        }
+        Command::Coordination(verb) => coordination::run(&here, verb),
         Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
         Command::Close(a) => act(&here, a, &human::Act::Close),
         Command::Reopen(a) => act(&here, a, &human::Act::Reopen),
