@@ -7,6 +7,7 @@
 mod admin;
 mod check;
 mod control;
+mod coordination;
 mod demo;
 mod digest;
 mod http;
@@ -45,6 +46,7 @@ const EXIT_STATE_CHANGED: u8 = 4;
     about = "Parley v1 forum: MCP and REST server, token admin, reading views, demo",
     after_help = "Exit status: 0 on success, 3 when the forum refused the request (the reason is printed), \
                   4 when an act was refused because the thread's state changed (state_changed), \
+                  5 when `lease check` finds a path leased by another identity, \
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
@@ -163,6 +165,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    #[command(flatten)]
+    Coordination(coordination::Verb),
     /// Confirm a thread's proposed state (a mark of that state by a confirmer).
     Confirm(ActArgs),
     /// Close a thread; closed by a person, it is confirmed and so locked.
@@ -301,6 +305,8 @@ enum Failure {
     Refused(String),
     /// The thread's state is no longer the one the act was conditioned on (exit 4).
     StateChanged(String),
+    /// `lease check` found paths leased by another identity (exit 5); one line each.
+    Held(String),
     /// Anything else (exit 1).
     Other(String),
 }
@@ -378,6 +384,7 @@ fn main() -> ExitCode {
             eprintln!("parley: {}", terminal::visible(&line));
             ExitCode::from(EXIT_STATE_CHANGED)
         }
+        Err(Failure::Held(lines)) => coordination::held(&lines),
         Err(Failure::Other(line)) => {
             eprintln!("parley: error: {}", terminal::visible(&line));
             ExitCode::FAILURE
@@ -461,6 +468,7 @@ fn run(cli: Cli) -> CmdResult {
             let token = auth.resolve()?;
             verbs::proposals(here(false)?.calls(), token.as_deref(), json)
         }
+        Command::Coordination(verb) => coordination::run(&here, verb),
         Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
         Command::Close(a) => act(&here, a, &human::Act::Close),
         Command::Reopen(a) => act(&here, a, &human::Act::Reopen),

@@ -25,6 +25,7 @@
 //! a Unix socket beside the forum file; its posts join the engine thread's bunches.
 
 mod connections;
+mod coordination;
 mod host;
 mod log;
 pub(crate) use log::tool_of;
@@ -46,7 +47,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use parley_forum::{Forum, Reason, Refusal};
@@ -229,6 +230,15 @@ pub(crate) fn router(app: App) -> Router {
         .route("/v1/events/stream", get(sse::events))
         .route("/v1/claims/{id}", get(rest::get_claim))
         .route("/v1/search", get(rest::search))
+        .route(
+            "/v1/leases",
+            get(coordination::leases).post(coordination::lease),
+        )
+        .route("/v1/leases/{id}", delete(coordination::release))
+        .route(
+            "/v1/presence",
+            get(coordination::presence).put(coordination::set_presence),
+        )
         .merge(crate::web::routes())
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))

@@ -124,7 +124,10 @@ pub(crate) async fn get_claim(
 
 /// The id in the path, or the refusal of one that cannot be read (its percent
 /// escapes do not decode to UTF-8).
-fn path_id(id: Result<Path<String>, PathRejection>, field: &str) -> Result<String, Refusal> {
+pub(crate) fn path_id(
+    id: Result<Path<String>, PathRejection>,
+    field: &str,
+) -> Result<String, Refusal> {
     match id {
         Ok(Path(id)) => Ok(id),
         Err(PathRejection::FailedToDeserializePathParams(err))
@@ -345,7 +348,7 @@ pub(crate) fn too_many_waits(refusal: Value) -> Response {
     resp
 }
 
-async fn call(
+pub(crate) async fn call(
     app: App,
     token: Option<String>,
     op: &'static str,
@@ -365,7 +368,7 @@ pub(crate) fn respond(op: &str, outcome: Result<Value, Error>, success: StatusCo
     match outcome {
         Ok(result) => json_response(success, &result),
         Err(Error::Refused(refusal)) => refusal_response(&refusal),
-        // Only `get_claim` with the dialectic profile switched off lands here.
+        // An operation of a profile the host switched off (`get_claim`, `search`).
         Err(Error::UnknownOperation(name)) => error_response(
             StatusCode::NOT_FOUND,
             "unknown_operation",

@@ -11,6 +11,8 @@
 mod claim;
 mod events;
 mod inbox;
+mod leases;
+mod presence;
 mod proposals;
 mod render;
 mod search;
@@ -39,6 +41,8 @@ pub(crate) fn routes() -> Router<App> {
         .route("/claims/{id}", get(claim::page))
         .route("/events", get(events::page))
         .route("/search", get(search::page))
+        .route("/leases", get(leases::page))
+        .route("/leases/release", axum::routing::post(leases::release))
 }
 
 /// Why a page could not show what was asked, as the page says it.

@@ -13,7 +13,7 @@ use maud::{html, Markup};
 use serde_json::Value;
 
 use super::render::{self, text};
-use super::{run, Live, Refused};
+use super::{presence, run, Live, Refused};
 use crate::http::App;
 use crate::web::actions;
 use crate::web::live::{read_thread, thread_print};
@@ -36,10 +36,12 @@ pub(super) async fn page(
     let reads = run(move || {
         let reads = read_thread(&forum, &token, &asked);
         let print = thread_print(&reads);
-        reads.map(|reads| (reads, print))
+        let (view, events) = reads?;
+        let presence = presence::read(&forum, &token, &view)?;
+        Ok(((view, events), print, presence))
     })
     .await;
-    let ((view, events), print) = match reads {
+    let ((view, events), print, presence) = match reads {
         Ok(reads) => reads,
         Err(refused) => return super::refused(&viewer, &format!("Thread {id}"), refused),
     };
@@ -62,6 +64,7 @@ pub(super) async fn page(
     let content = html! {
         h1 { span.id { (thread_id) } " " (topic) }
         (standing(summary))
+        (presence::section(presence.as_deref()))
         section #messages data-live-region aria-label="messages" {
             @for message in view["messages"].as_array().into_iter().flatten() {
                 (tree.message(message))
