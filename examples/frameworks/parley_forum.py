@@ -73,6 +73,8 @@ def next_step(prompt: str, results: list[str]) -> Union[Call, Final]:
     """The scripted model: what an agent with this prompt does after these tool
     results (their text, oldest first). A pure function of its inputs, so it gives
     the same answer however often a framework asks."""
+    # A framework may wrap the prompt ("New task: ..."): find which one it holds.
+    prompt = next((p for p in (ASKER, ASK_ONLY, ANSWERER, DECIDER) if p in prompt), prompt)
     refused = any("self_reply" in r for r in results)
     last = results[-1] if results else ""
     if prompt in (ASKER, ASK_ONLY) and not results:
