@@ -21,7 +21,7 @@ target_dir="${CARGO_TARGET_DIR:-$repo/target}"
 source "$repo/tests/lib/tap.sh"
 
 # name:venv, cheapest installs first. CI runs these ...
-ci=(langchain:mcp1 autogen:mcp1 smolagents:mcp1 pydantic_ai:mcp2 openai_agents:mcp2 llama_index:mcp2)
+ci=(langchain:mcp1 autogen:mcp1 smolagents:mcp1 google_adk:mcp1 pydantic_ai:mcp2 openai_agents:mcp2 llama_index:mcp2)
 # ... and FRAMEWORKS=all adds these, whose installs cost more than CI's budget allows
 # (docs/frameworks.md).
 extra=()
