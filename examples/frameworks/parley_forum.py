@@ -86,16 +86,16 @@ def next_step(prompt: str, results: list[str]) -> Union[Call, Final]:
     if prompt == ASK_ONLY:
         return Final(f"Asked in {_thread(results)}; my own reply was refused: {'self_reply' if refused else 'no refusal seen'}.")
     if prompt in (ASKER, DECIDER):
-        if DECISION in last or '"decided"' in last or "'decided'" in last:
+        if DECISION in last:
             if prompt == DECIDER:
                 return Final(f"Decided port 7878 in {_thread(results)}.")
             seen = "self_reply" if refused else "no refusal seen"
             return Final(f"Decided port 7878 in {_thread(results)}; my own reply was refused: {seen}.")
-        if ANSWER in last:
+        if ANSWER in last:  # bob's answer came in: decide
             return Call("post", {"kind": "decide", "thread": _answered_thread(last), "body": DECISION})
         if sum(1 for r in results if ANSWER not in r) > 8:
             return Final("Gave up waiting for an answer.")
-        return Call("get_inbox", {"wait_ms": WAIT_MS})
+        return _wait(results)
     if prompt == ANSWERER:
         if results and ANSWER in last:
             return Final("Answered.")
@@ -103,8 +103,19 @@ def next_step(prompt: str, results: list[str]) -> Union[Call, Final]:
             return Call("post", {"kind": "answer", "thread": _answered_thread(last), "body": ANSWER})
         if len(results) > 8:
             return Final("Gave up waiting for a question.")
-        return Call("get_inbox", {"wait_ms": WAIT_MS})
+        return _wait(results)
     raise ValueError(f"no script for the prompt {prompt!r}")
+
+
+def _wait(results: list[str]) -> Call:
+    """Wait for one's turn: `get_inbox` with `wait_ms`, from the cursor of the last
+    inbox read when there was one (so a second wait is a new call, not a repeat,
+    which some frameworks refuse or answer from a cache)."""
+    for text in reversed(results):
+        found = re.search(r"""["']cursor["']\s*:\s*["']([^"']+)["']""", text)
+        if found:
+            return Call("get_inbox", {"since": found.group(1), "wait_ms": WAIT_MS})
+    return Call("get_inbox", {"wait_ms": WAIT_MS})
 
 
 def _answered_thread(text: str) -> str:

@@ -24,7 +24,7 @@ source "$repo/tests/lib/tap.sh"
 ci=(langchain:mcp1 autogen:mcp1 smolagents:mcp1 google_adk:mcp1 pydantic_ai:mcp2 openai_agents:mcp2 llama_index:mcp2)
 # ... and FRAMEWORKS=all adds these, whose installs cost more than CI's budget allows
 # (docs/frameworks.md).
-extra=()
+extra=(crewai:crewai)
 
 case "${FRAMEWORKS:-}" in
   "") selected=("${ci[@]}") ;;
