@@ -57,9 +57,11 @@ venv() {
   local name="$1" dir="$target_dir/frameworks-venv-$1" req="$here/requirements-$1.txt"
   if [ ! -e "$dir/.installed" ] || [ "$req" -nt "$dir/.installed" ]; then
     echo "== virtualenv $name ($req)" >&2
+    local started=$SECONDS
     { [ -x "$dir/bin/python" ] || { python3 -m venv "$dir" && "$dir/bin/pip" install --quiet --upgrade pip; }; } >&2 &&
       "$dir/bin/pip" install --quiet --upgrade -r "$req" >&2 &&
       touch "$dir/.installed" || return 1
+    echo "== virtualenv $name ready in $((SECONDS - started)) s" >&2
   fi
   echo "$dir/bin/python"
 }

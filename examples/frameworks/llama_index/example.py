@@ -43,12 +43,16 @@ async def run_agent(client: BasicMCPClient, prompt: str) -> str:
     return str(response)
 
 
+# The read timeout must cover a tool call that waits for the other agent (wait_ms).
+WAIT = pf.WAIT_MS // 1000 + 10
+
+
 def http(url: str, token: str) -> BasicMCPClient:
-    return BasicMCPClient(url, headers={"Authorization": f"Bearer {token}"})
+    return BasicMCPClient(url, headers={"Authorization": f"Bearer {token}"}, timeout=WAIT)
 
 
 def stdio(forum: pf.Forum, token: str) -> BasicMCPClient:
-    return BasicMCPClient(str(pf.BIN), args=["serve", "--stdio"], env=forum.stdio_env(token))
+    return BasicMCPClient(str(pf.BIN), args=["serve", "--stdio"], env=forum.stdio_env(token), timeout=WAIT)
 
 
 async def main() -> None:
