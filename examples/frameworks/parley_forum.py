@@ -129,8 +129,8 @@ class Forum:
     db: Path
     alice: str
     bob: str
-    url: str = ""
-    server: Optional["subprocess.Popen[str]"] = field(default=None, repr=False)
+    # What `parley serve --http` logged, a line per request (empty for stdio runs).
+    server_log: list[str] = field(default_factory=list)
 
     def stdio_env(self, token: str) -> dict[str, str]:
         """The environment of a `parley serve --stdio` for the agent with this token."""
@@ -157,6 +157,7 @@ def new_forum() -> Forum:
 def http_server(forum: Forum) -> Iterator[str]:
     """`parley serve --http` on a free port of 127.0.0.1; yields the MCP endpoint."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARLEY_")}
+    env["RUST_LOG"] = "info"  # the request log lines check_forum reads
     proc = subprocess.Popen(
         [str(BIN), "--db", str(forum.db), "serve", "--http", "127.0.0.1:0"],
         stdin=subprocess.DEVNULL,
@@ -169,7 +170,14 @@ def http_server(forum: Forum) -> Iterator[str]:
     # The server logs a line per request: drain stderr so the pipe never fills.
     lines: "queue.Queue[str]" = queue.Queue()
     stderr = proc.stderr
-    threading.Thread(target=lambda: [lines.put(t) for t in stderr], daemon=True).start()
+
+    def drain() -> None:
+        for line in stderr:
+            forum.server_log.append(line)
+            lines.put(line)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 30
     url = ""
     while not url:
@@ -180,12 +188,12 @@ def http_server(forum: Forum) -> Iterator[str]:
             continue
         if found:
             url = found.group(1).rstrip("/,") + "/mcp"
-    forum.url = url
     try:
         yield url
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, "the server did not stop cleanly"
+        reader.join(timeout=30)
 
 
 def check_forum(forum: Forum, finals: dict[str, str]) -> None:
@@ -211,7 +219,14 @@ def check_forum(forum: Forum, finals: dict[str, str]) -> None:
     ], said
     assert "refused: self_reply" in finals["alice"], finals
     assert finals["bob"] == "Answered.", finals
-    print(f"ok: {view['thread']['id']} decided; alice asked, bob answered, alice decided; alice read the self_reply refusal")
+    how = "over stdio, in turns"
+    if forum.server_log:
+        # Over HTTP bob was waiting before alice asked: his get_inbox was held open
+        # until her question came (the log gives each request's duration).
+        waits = [float(m.group(1)) for m in re.finditer(r'tool="get_inbox" identity="ainotes:bob" .*?ms=([0-9.]+)', "".join(forum.server_log))]
+        assert waits and max(waits) >= 200, f"bob never waited in get_inbox: {waits}"
+        how = f"over HTTP, bob waited {max(waits) / 1000:.1f} s for the question"
+    print(f"ok: {view['thread']['id']} decided; alice asked, bob answered, alice decided; alice read the self_reply refusal; {how}")
 
 
 async def exchange_concurrently(forum: Forum, run: Callable[[str, str], Awaitable[str]]) -> dict[str, str]:
@@ -219,7 +234,7 @@ async def exchange_concurrently(forum: Forum, run: Callable[[str, str], Awaitabl
     alice asks, gets her own reply refused, waits for the answer and decides.
     `run(prompt, token)` runs one agent to its end and returns its last words."""
     bob = asyncio.ensure_future(run(ANSWERER, forum.bob))
-    await asyncio.sleep(0.5)  # bob is usually waiting already; correct either way
+    await asyncio.sleep(1.5)  # time for bob to connect and start waiting
     alice = await run(ASKER, forum.alice)
     return {"alice": alice, "bob": await bob}
 
@@ -247,7 +262,7 @@ def exchange_concurrently_sync(forum: Forum, run: Callable[[str, str], str]) -> 
 
     waiting = threading.Thread(target=bob)
     waiting.start()
-    time.sleep(0.5)
+    time.sleep(1.5)
     out["alice"] = run(ASKER, forum.alice)
     waiting.join(timeout=120)
     if errors:

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, AsyncGenerator
+from typing import AsyncGenerator
 
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
