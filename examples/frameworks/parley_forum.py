@@ -14,10 +14,12 @@ The binary comes from PARLEY_BIN, else target/debug/parley (run.sh builds it).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -149,7 +151,9 @@ def parley(db: Path, *args: str) -> str:
 
 def new_forum() -> Forum:
     assert BIN.exists(), f"{BIN} is missing: build it with `cargo build -p parley-cli` or set PARLEY_BIN"
-    db = Path(tempfile.mkdtemp(prefix="parley-frameworks-")) / "forum.redb"
+    home = tempfile.mkdtemp(prefix="parley-frameworks-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    db = Path(home) / "forum.redb"
     return Forum(db=db, alice=parley(db, "token", "create", "alice").strip(), bob=parley(db, "token", "create", "bob").strip())
 
 
