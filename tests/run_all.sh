@@ -2,8 +2,9 @@
 # Every test of the project: Rust (unit, integration, conformance, properties,
 # crash), C (ABI under AddressSanitizer, conformance through the ABI), Python
 # (package, conformance, stubs), the web view in headless Chromium, end to end
-# (MCP SDK, MCP conformance suite, REST), the packages as users install them
-# (cargo cinstall, pip), and a quick benchmark smoke run. Needs only Rust, Python 3
+# (MCP SDK, MCP conformance suite, REST), seven agent frameworks driving the
+# server offline (examples/frameworks; CrewAI with FRAMEWORKS=all), the packages
+# as users install them (cargo cinstall, pip), and a quick benchmark smoke run. Needs only Rust, Python 3
 # and a C compiler; it installs the rest itself (a venv under .venv, jansson, Chromium,
 # chromedriver and PostgreSQL from Debian, cargo-c from crates.io, npm packages).
 set -euo pipefail
@@ -51,6 +52,9 @@ bash tests/browser/run.sh
 
 step "end-to-end tests (MCP SDK, MCP conformance suite)"
 bash tests/e2e/run.sh
+
+step "agent frameworks, offline: each one's agent loop and MCP client against parley serve"
+bash examples/frameworks/run.sh
 
 step "packages: the C library installed by cargo-c, the wheels installed by pip"
 bash bindings/c/tests/install.sh
