@@ -57,6 +57,9 @@
 mod config;
 mod engine;
 mod error;
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub mod fault;
 mod manifest;
 pub mod mcp;
 mod protocol;
