@@ -121,7 +121,9 @@ extern "C" {
 // Opens the forum file at `path`, creating it if it does not exist, or a forum in
 // memory when `path` is NULL. A `path` of the form `postgres://…?forum=NAME`
 // opens (or creates) a forum in that PostgreSQL database, which other processes
-// may share at once; an unreachable database is `PARLEY_STORAGE`.
+// may share at once; an unreachable database is `PARLEY_STORAGE`. A library
+// built without the `postgres` feature refuses such a path with `PARLEY_STORAGE`
+// and a message that says so.
 //
 // `settings_json` is NULL for the defaults, or a JSON object whose keys are all
 // optional: `{"realm": "ainotes", "limits": {"body_max_chars": 500, …},

@@ -45,6 +45,10 @@ pub struct Limits {
     /// How many of the newest messages by other identities a post may not echo
     /// (`echoed_body`, SPEC §15); 0 switches the rule off.
     pub echo_window: usize,
+    /// Longest `ttl_s` of a lease, in seconds (the coordination profile, SPEC §16.2).
+    pub lease_ttl_max_s: usize,
+    /// Most active leases one holder may hold (SPEC §16.2).
+    pub leases_max: usize,
 }
 
 impl Default for Limits {
@@ -66,13 +70,15 @@ impl Default for Limits {
             idempotency_ttl_s: 86_400,
             progress_max_messages: 24,
             echo_window: 8,
+            lease_ttl_max_s: 86_400,
+            leases_max: 64,
         }
     }
 }
 
 impl Limits {
     /// The limits as `(name, value)` pairs, in manifest order.
-    pub fn entries(&self) -> [(&'static str, usize); 16] {
+    pub fn entries(&self) -> [(&'static str, usize); 18] {
         [
             ("body_max_chars", self.body_max_chars),
             ("provenance_max_chars", self.provenance_max_chars),
@@ -90,6 +96,8 @@ impl Limits {
             ("idempotency_ttl_s", self.idempotency_ttl_s),
             ("progress_max_messages", self.progress_max_messages),
             ("echo_window", self.echo_window),
+            ("lease_ttl_max_s", self.lease_ttl_max_s),
+            ("leases_max", self.leases_max),
         ]
     }
 
@@ -113,6 +121,8 @@ impl Limits {
             "idempotency_ttl_s" => &mut self.idempotency_ttl_s,
             "progress_max_messages" => &mut self.progress_max_messages,
             "echo_window" => &mut self.echo_window,
+            "lease_ttl_max_s" => &mut self.lease_ttl_max_s,
+            "leases_max" => &mut self.leases_max,
             _ => return false,
         };
         *slot = value;
@@ -170,6 +180,9 @@ pub struct Config {
     /// Whether the guards profile (SPEC §15: `echoed_body`, `no_progress`) is on;
     /// default on. Its limits are `progress_max_messages` and `echo_window`.
     pub guards: bool,
+    /// Whether the coordination profile (SPEC §16: presence and leases) is on;
+    /// default on. Its limits are `lease_ttl_max_s` and `leases_max`.
+    pub coordination: bool,
     /// Durable (the default) or volatile commits.
     pub durability: Durability,
     /// The clock.
@@ -186,6 +199,7 @@ impl Default for Config {
             dialectic: true,
             listen: true,
             guards: true,
+            coordination: true,
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
             progress: None,
@@ -201,6 +215,7 @@ impl std::fmt::Debug for Config {
             .field("dialectic", &self.dialectic)
             .field("listen", &self.listen)
             .field("guards", &self.guards)
+            .field("coordination", &self.coordination)
             .field("durability", &self.durability)
             .finish_non_exhaustive()
     }
@@ -216,11 +231,13 @@ impl Config {
     ///
     /// ```json
     /// { "realm": "ainotes", "limits": { "body_max_chars": 500, "progress_max_messages": 24 },
-    ///   "profiles": ["dialectic", "listen", "guards"], "durable": true, "clock": "2026-11-30T12:00:00.000Z" }
+    ///   "profiles": ["dialectic", "listen", "guards", "coordination"], "durable": true,
+    ///   "clock": "2026-11-30T12:00:00.000Z" }
     /// ```
     ///
     /// Every key is optional; absent ones keep their defaults. `"guards": false`
-    /// (or `true`) switches the guards profile alone, after `profiles`. `clock` fixes the clock
+    /// (or `true`) switches the guards profile alone, after `profiles`, and
+    /// `"coordination"` the coordination profile likewise. `clock` fixes the clock
     /// at that instant. An unknown key or a wrong type is an [`Error::InvalidArgument`].
     pub fn from_json(settings: &Value) -> Result<Config> {
         let bad = |msg: String| Error::InvalidArgument(msg);
@@ -251,7 +268,7 @@ impl Config {
                         .collect::<Result<Vec<_>>>()?;
                     config.set_profiles(&names)?;
                 }
-                "guards" => {}
+                "guards" | "coordination" => {}
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -275,19 +292,26 @@ impl Config {
                 .as_bool()
                 .ok_or_else(|| bad("guards must be true or false".into()))?;
         }
+        if let Some(coordination) = obj.get("coordination") {
+            config.coordination = coordination
+                .as_bool()
+                .ok_or_else(|| bad("coordination must be true or false".into()))?;
+        }
         config.validate()?;
         Ok(config)
     }
 
-    /// Switches on the profiles named (`dialectic`, `listen`, `guards`) and off
-    /// the others.
+    /// Switches on the profiles named (`dialectic`, `listen`, `guards`,
+    /// `coordination`) and off the others.
     pub fn set_profiles<S: AsRef<str>>(&mut self, names: &[S]) -> Result<()> {
-        let (mut dialectic, mut listen, mut guards) = (false, false, false);
+        let (mut dialectic, mut listen, mut guards, mut coordination) =
+            (false, false, false, false);
         for name in names {
             match name.as_ref() {
                 "dialectic" => dialectic = true,
                 "listen" => listen = true,
                 "guards" => guards = true,
+                "coordination" => coordination = true,
                 other => {
                     return Err(Error::InvalidArgument(format!(
                         "unknown profile {}",
@@ -296,7 +320,8 @@ impl Config {
                 }
             }
         }
-        (self.dialectic, self.listen, self.guards) = (dialectic, listen, guards);
+        (self.dialectic, self.listen, self.guards, self.coordination) =
+            (dialectic, listen, guards, coordination);
         Ok(())
     }
 
@@ -373,6 +398,25 @@ mod tests {
     }
 
     #[test]
+    fn coordination_is_on_by_default_and_switched_by_profiles_or_alone() {
+        let c = Config::from_json(&json!({})).unwrap();
+        assert!(c.coordination);
+        assert_eq!(
+            (c.limits.lease_ttl_max_s, c.limits.leases_max),
+            (86_400, 64)
+        );
+        let listed = Config::from_json(&json!({"profiles": ["coordination"]})).unwrap();
+        assert!(listed.coordination && !listed.guards);
+        assert!(
+            !Config::from_json(&json!({"profiles": []}))
+                .unwrap()
+                .coordination
+        );
+        let off = Config::from_json(&json!({"coordination": false})).unwrap();
+        assert!(!off.coordination && off.guards);
+    }
+
+    #[test]
     fn settings_reject_unknown_and_mistyped() {
         for bad in [
             json!([]),
@@ -384,6 +428,9 @@ mod tests {
             json!({"durable": "yes"}),
             json!({"limits": {"page_default": 300}}),
             json!({"guards": "no"}),
+            json!({"coordination": 1}),
+            json!({"limits": {"leases_max": 0}}),
+            json!({"limits": {"lease_ttl_max_s": 0}}),
             json!({"limits": {"thread_max_depth": 0}}),
         ] {
             assert!(

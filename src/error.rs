@@ -7,6 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::protocol::state::State;
+use crate::session::Lease;
 
 macro_rules! reasons {
     ($($variant:ident = ($name:literal, $status:literal, $summary:literal),)*) => {
@@ -72,6 +73,9 @@ reasons! {
     StateChanged = ("state_changed", 409, "The thread's state is not the `if_state` the post was conditioned on (the current one is in `state`)."),
     EchoedBody = ("echoed_body", 409, "The body, folded, equals one of the thread's newest messages by another identity (guards profile, limit echo_window): add something new, or decide or mark."),
     NoProgress = ("no_progress", 409, "The thread took progress_max_messages content messages by llm authors without progress (guards profile): decide, mark, or ask a person."),
+    LeaseConflict = ("lease_conflict", 409, "An active lease of another holder overlaps the resource and one of the two is exclusive (coordination profile); the conflicting leases are in `leases`: wait for them to end, or work on something else."),
+    LeaseNotFound = ("lease_not_found", 404, "No active lease has this id: it never existed, was released, or expired."),
+    LeaseAuthorityMissing = ("lease_authority_missing", 403, "Only the lease holder's identity, a lock holder or a human may release this lease."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
 
@@ -100,6 +104,9 @@ pub struct Refusal {
     pub retry_after_ms: Option<u64>,
     /// The thread's current state, for `state_changed` (SPEC §14.5).
     pub state: Option<State>,
+    /// The conflicting leases, for `lease_conflict` (SPEC §16.2). Boxed: every
+    /// `Result` of the library carries a refusal's size.
+    pub leases: Option<Box<[Lease]>>,
 }
 
 impl Refusal {
@@ -113,6 +120,7 @@ impl Refusal {
             limit: None,
             retry_after_ms: None,
             state: None,
+            leases: None,
         }
     }
 
@@ -137,6 +145,12 @@ impl Refusal {
     /// Names the thread's current state.
     pub fn with_state(mut self, state: State) -> Self {
         self.state = Some(state);
+        self
+    }
+
+    /// Names the conflicting leases.
+    pub fn with_leases(mut self, leases: Vec<Lease>) -> Self {
+        self.leases = Some(leases.into_boxed_slice());
         self
     }
 
@@ -166,6 +180,12 @@ impl Refusal {
         if let Some(state) = self.state {
             map.insert("state".into(), json!(state.as_str()));
         }
+        if let Some(leases) = &self.leases {
+            map.insert(
+                "leases".into(),
+                Value::Array(leases.iter().map(Lease::to_json).collect()),
+            );
+        }
         Value::Object(map)
     }
 
@@ -183,6 +203,10 @@ impl Refusal {
         refusal.limit = text("limit");
         refusal.retry_after_ms = object.get("retry_after_ms").and_then(Value::as_u64);
         refusal.state = text("state").as_deref().and_then(State::from_name);
+        refusal.leases = object
+            .get("leases")
+            .and_then(|l| serde_json::from_value::<Vec<Lease>>(l.clone()).ok())
+            .map(Vec::into_boxed_slice);
         Some(refusal)
     }
 }
@@ -339,7 +363,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 28);
+        assert_eq!(Reason::ALL.len(), 31);
     }
 
     #[test]

@@ -71,7 +71,8 @@ mod time;
 /// offline checks of a forum file.
 ///
 /// [`Forum::open`] picks the backend from its argument: a path opens an embedded
-/// forum file (redb), a `postgres://` URL a forum in PostgreSQL. Another backend
+/// forum file (redb), a `postgres://` URL a forum in PostgreSQL (with the
+/// `postgres` cargo feature, see [`POSTGRES`](storage::POSTGRES)). Another backend
 /// implements [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
 /// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), and is
 /// handed to [`Forum::with_store`].
@@ -83,8 +84,15 @@ pub mod storage {
     };
     pub use crate::store::{is_postgres_url, scheme, without_password};
 
+    /// Whether this build has the PostgreSQL backend: the `postgres` cargo feature
+    /// (off by default, so that the embedded engine links no async runtime, TLS
+    /// stack or socket code). Without it, [`Forum::open`] of a `postgres://` URL is
+    /// refused with [`Error::Storage`](crate::Error::Storage) saying so.
+    pub const POSTGRES: bool = cfg!(feature = "postgres");
+
     // A test hook, not API (a forum opens its backend in `Forum::open`):
     // tests/postgres.rs holds a snapshot open beside a forum (`PgStore::open`).
+    #[cfg(feature = "postgres")]
     #[doc(hidden)]
     pub use crate::store::PgStore;
 }
@@ -96,13 +104,15 @@ pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result, StorageError};
 pub use protocol::acts::Act;
 pub use protocol::claim::ClaimStatus;
+pub use protocol::coordination::{LeaseMode, PresenceStatus};
 pub use protocol::evidence::{Evidence, EvidenceKind};
 pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Envelope, EventView, InboxItem, MessageView, Page, PostResult, SearchHit,
-    Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease, LeaseRequest,
+    MessageView, Page, PostResult, Presence, SearchHit, Session, Support, ThreadSummary,
+    ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

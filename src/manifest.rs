@@ -57,10 +57,19 @@ impl Forum {
                 json!({ "limits": ["progress_max_messages", "echo_window"] }),
             );
         }
+        if config.coordination {
+            profiles.insert(
+                "coordination".into(),
+                json!({
+                    "operations": crate::engine::coordination::OPERATIONS,
+                    "limits": ["lease_ttl_max_s", "leases_max"],
+                }),
+            );
+        }
         let operations: Vec<&str> = OPERATIONS
             .iter()
             .copied()
-            .filter(|op| config.dialectic || *op != "get_claim")
+            .filter(|op| self.offers(op))
             .collect();
         json!({
             "parley": "1",

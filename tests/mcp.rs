@@ -221,10 +221,29 @@ fn tool_list_shape() {
             assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
             assert_eq!(
                 tool["annotations"]["readOnlyHint"],
-                json!(name != "post"),
+                json!(!["post", "set_presence", "lease", "release"].contains(&name)),
                 "{name}"
             );
+            assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
             assert!(tool["description"].as_str().unwrap().len() > 100, "{name}");
+            if [
+                "set_presence",
+                "get_presence",
+                "lease",
+                "release",
+                "get_leases",
+            ]
+            .contains(&name)
+            {
+                let text = tool["description"].as_str().unwrap();
+                assert!(text.len() < 1024, "{name}: short, for a model's context");
+                if name == "lease" {
+                    assert!(
+                        text.contains("lease_conflict"),
+                        "says what to do on a conflict"
+                    );
+                }
+            }
         }
         let post = list.iter().find(|t| t["name"] == "post").unwrap();
         let schema = &post["inputSchema"];
@@ -275,9 +294,20 @@ fn tool_list_shape() {
         names,
         OPERATIONS
             .iter()
-            .filter(|o| **o != "get_claim")
+            .filter(|o| {
+                ![
+                    "get_claim",
+                    "set_presence",
+                    "get_presence",
+                    "lease",
+                    "release",
+                    "get_leases",
+                ]
+                .contains(o)
+            })
             .map(|o| o.to_string())
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>(),
+        "no profile: neither get_claim nor the coordination tools"
     );
     let r = send(
         &plain,

@@ -53,7 +53,8 @@ impl McpCall {
         }
         // Reads have no effect, so the generic call can run first and be compared
         // exactly, not only against the transcript's pattern.
-        let before = (op != "post").then(|| direct_call(forum, token, op, args));
+        let writes = ["post", "set_presence", "lease", "release"];
+        let before = (!writes.contains(&op)).then(|| direct_call(forum, token, op, args));
 
         self.calls += 1;
         self.next_id += 1;
@@ -74,6 +75,11 @@ impl McpCall {
                 .push(format!("{here}: id {} not echoed", r["id"]));
         }
         if let Some(error) = r.get("error") {
+            // An operation of a profile that is off is an unknown tool over MCP
+            // (-32602) and `invalid_argument` to the generic call (SPEC §16).
+            if !forum.offers(op) && error["code"] == -32602 {
+                return Err(json!({ "reason": "invalid_argument", "status": 400 }));
+            }
             return Err(json!({ "reason": null, "status": null, "jsonrpc_error": error }));
         }
         let result = &r["result"];

@@ -128,6 +128,11 @@ fn every_transcript_result_fits_its_output_schema_exactly() {
                 .unwrap_or(Value::Null);
             let result = &response["result"];
             let Some(structured) = result.get("structuredContent") else {
+                // An operation of a profile that is off is an unknown tool over MCP
+                // (-32602) and `invalid_argument` to the generic call (SPEC §16).
+                if !forum.offers(op) && response["error"]["code"] == -32602 {
+                    return Err(json!({ "reason": "invalid_argument", "status": 400 }));
+                }
                 // A JSON-RPC error (an unknown tool, say): no result to check.
                 return Err(json!({ "reason": null, "status": null, "jsonrpc": response }));
             };

@@ -107,6 +107,9 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
              ALTER TABLE idempotency ALTER COLUMN identity TYPE text COLLATE \"default\",
                                      ALTER COLUMN key TYPE text COLLATE \"default\";
              ALTER TABLE parley_meta ALTER COLUMN key TYPE text COLLATE \"default\";
+             DROP TABLE presence;
+             DROP TABLE leases;
+             DELETE FROM parley_meta WHERE key = 'lease_last';
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
@@ -153,7 +156,7 @@ fn assert_bytewise(client: &mut postgres::Client, name: &str) {
 }
 
 #[test]
-fn a_version_1_schema_gains_the_array_word_index_the_change_log_and_the_c_collation() {
+fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_and_leases() {
     let Some(base) = support::server() else {
         return;
     };
@@ -203,7 +206,7 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_and_the_c_collat
         )
         .expect("reads")
         .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let tables: Vec<String> = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
@@ -216,6 +219,13 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_and_the_c_collat
     assert!(tables.contains(&"message_words".to_string()), "{tables:?}");
     assert!(!tables.contains(&"words".to_string()), "{tables:?}");
     assert!(tables.contains(&"changes".to_string()), "{tables:?}");
+    assert!(tables.contains(&"presence".to_string()), "{tables:?}");
+    assert!(tables.contains(&"leases".to_string()), "{tables:?}");
+    // The coordination profile's tables work on the migrated forum.
+    let leased = forum
+        .call(Some(&token), "lease", &json!({ "resource": "src/" }))
+        .expect("leased");
+    assert_eq!(leased["lease"]["id"], "ls_1");
     let found = |q: &str| -> Vec<String> {
         let page = forum
             .call(Some(&token), "search", &json!({ "q": q }))

@@ -13,7 +13,16 @@ step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# With the PostgreSQL backend (every feature), then the engine and the C library
+# as they build by default, without it.
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+cargo clippy -p parley-forum -p parley-c --all-targets --locked -- -D warnings
+
+step "the engine's default build links no async runtime, TLS stack or PostgreSQL client"
+if cargo tree -p parley-forum -e normal --locked --prefix none | grep -E -i '^(tokio|rustls|aws-lc|postgres)'; then
+    echo "parley-forum's default features pull in the crates above; they belong behind the postgres feature" >&2
+    exit 1
+fi
 
 step "a throwaway PostgreSQL server (Debian's package) for the PostgreSQL backend"
 # shellcheck source=tests/pg/server.sh
@@ -22,7 +31,10 @@ pg_start
 trap pg_stop EXIT
 
 step "Rust tests"
-cargo test --workspace --locked
+cargo test --workspace --all-features --locked
+# The engine without the postgres feature: the refusal of postgres:// URLs, and
+# the URL helpers the default build keeps (the C library's: bindings/c/tests/run.sh).
+cargo test -p parley-forum --locked --lib --test no_postgres
 
 step "C ABI tests"
 bash bindings/c/tests/run.sh

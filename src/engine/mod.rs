@@ -1,7 +1,9 @@
 //! The engine: a forum over a [`Store`], the generic call, and the operations.
 
 pub(crate) mod claims;
+pub(crate) mod coordination;
 mod cursor;
+pub(crate) mod digest;
 mod group;
 pub(crate) mod listen;
 mod place;
@@ -16,12 +18,14 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
-use crate::store::{is_postgres_url, PgStore, RedbStore, Store};
+use crate::store::{is_postgres_url, RedbStore, Store};
 use read::show;
 use tokens::Right;
 
-/// The operations of SPEC §11, in the fixed order transports list them.
-pub const OPERATIONS: [&str; 10] = [
+/// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
+/// order transports list them. A forum offers those of its enabled profiles
+/// ([`Forum::offers`]).
+pub const OPERATIONS: [&str; 16] = [
     "get_manifest",
     "whoami",
     "post",
@@ -32,6 +36,12 @@ pub const OPERATIONS: [&str; 10] = [
     "get_claim",
     "get_messages",
     "search",
+    "set_presence",
+    "get_presence",
+    "lease",
+    "release",
+    "get_leases",
+    "get_digest",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -65,7 +75,9 @@ impl Forum {
     ///
     /// A file or database written by a newer schema version is refused with
     /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
-    /// [`Error::NotAForum`].
+    /// [`Error::NotAForum`]. PostgreSQL needs the `postgres` cargo feature
+    /// ([`storage::POSTGRES`](crate::storage::POSTGRES)): a build without it refuses
+    /// a `postgres://` URL with [`Error::Storage`], saying so.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         Forum::open_in(path.as_ref(), config, true)
     }
@@ -83,12 +95,7 @@ impl Forum {
         config.validate()?;
         if let Some(text) = path.to_str() {
             if is_postgres_url(text) {
-                let store = if create {
-                    PgStore::open(text, config.durability)?
-                } else {
-                    PgStore::open_existing(text, config.durability)?
-                };
-                return Forum::with_store(Box::new(store), config);
+                return Forum::open_postgres(text, config, create);
             }
             // Another database's URL is refused, not taken for a file's name (nor
             // echoed with its password).
@@ -107,6 +114,29 @@ impl Forum {
             RedbStore::open_existing_with(path, durability, progress)?
         };
         Forum::with_store(Box::new(store), config)
+    }
+
+    /// The forum in PostgreSQL that `url` names.
+    #[cfg(feature = "postgres")]
+    fn open_postgres(url: &str, config: Config, create: bool) -> Result<Forum> {
+        use crate::store::PgStore;
+        let store = if create {
+            PgStore::open(url, config.durability)?
+        } else {
+            PgStore::open_existing(url, config.durability)?
+        };
+        Forum::with_store(Box::new(store), config)
+    }
+
+    /// A build without the PostgreSQL backend refuses its URLs in words (never
+    /// taking one for a file's name), and says how to get a build that has it.
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(url: &str, _config: Config, _create: bool) -> Result<Forum> {
+        Err(Error::storage(format!(
+            "{}: {}",
+            crate::store::without_password(url),
+            crate::store::NO_POSTGRES
+        )))
     }
 
     /// A forum in memory, gone when dropped. For tests and throwaway use.
@@ -148,6 +178,14 @@ impl Forum {
     /// The settings the forum was opened with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Whether this forum offers `operation`: one of [`OPERATIONS`] whose profile,
+    /// if it has one, is on. The manifest and the MCP tool list show these only.
+    pub fn offers(&self, operation: &str) -> bool {
+        OPERATIONS.contains(&operation)
+            && (operation != "get_claim" || self.config.dialectic)
+            && (self.config.coordination || !coordination::OPERATIONS.contains(&operation))
     }
 
     pub(crate) fn now(&self) -> i64 {
@@ -246,6 +284,10 @@ impl Forum {
                 .search(token, args_obj)
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
+            "get_digest" => self.get_digest(token, args_obj),
+            op if coordination::OPERATIONS.contains(&op) => {
+                self.coordination_call(token, op, args_obj)
+            }
             other => Err(Error::UnknownOperation(other.to_string())),
         }
     }

@@ -16,7 +16,6 @@ use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::Needs;
 use crate::protocol::decide::{self, Parent, Place};
 use crate::protocol::envelope::{self, Checked, Idempotency};
-use crate::protocol::guards;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::{Effect, State};
 use crate::store::records::{
@@ -299,6 +298,8 @@ impl Forum {
 
         let parent = place.parent.take();
         let body_hash = env.body_hash;
+        // Made already when the post was judged by the echo rule.
+        let folded = self.config.guards.then(|| env.folded_hash());
         let mut message = message_record(msg_id, thread.id, parent.as_ref(), caller, env, now);
 
         // Claims (§10).
@@ -313,14 +314,12 @@ impl Forum {
         )?;
 
         thread.last_body.insert(caller.identity.clone(), body_hash);
-        let guards = self.config.guards;
-        if guards {
+        if let Some(folded) = folded {
             // The guards' state (§15). Progress: a new thread, a person, or a
             // change of this thread's state or of one of its claims' status.
             let progress = new_thread || changes.iter().any(|(t, _)| *t == thread.id);
             thread.guards.count(act, caller.human, progress);
             let window = self.config.limits.echo_window;
-            let folded = guards::folded_hash(&message.body);
             thread
                 .guards
                 .remember(msg_id, &caller.identity, folded, window);
@@ -341,7 +340,7 @@ impl Forum {
             tx.record_write(&caller.identity, msg_id, now, now - 60_000)?;
         }
 
-        if guards {
+        if folded.is_some() {
             restart_other_counts(tx, thread.id, &changes)?;
         }
         let confirmed = thread.state_confirmed_at.is_some();

@@ -21,7 +21,7 @@ use crate::protocol::words;
 use crate::store::records::{EventRec, MessageRec, ThreadRec};
 use crate::store::{Flow, ReadTx};
 
-fn bad_arg(field: &str, message: impl Into<String>) -> Error {
+pub(crate) fn bad_arg(field: &str, message: impl Into<String>) -> Error {
     Refusal::new(Reason::InvalidArgument, message)
         .with_field(field)
         .into()
@@ -37,11 +37,11 @@ pub(crate) fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(crate) fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     args.get(key).filter(|v| !v.is_null())
 }
 
-fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
+pub(crate) fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
     match arg(args, key) {
         None => Ok(None),
         Some(v) => parse_id(kind, v).map(Some).ok_or_else(|| {
@@ -270,7 +270,7 @@ impl Forum {
     }
 
     /// `extension` of a read: the caller's sub-agent, or `None`.
-    fn extension_arg(&self, args: &Map<String, Value>) -> Result<Option<String>> {
+    pub(crate) fn extension_arg(&self, args: &Map<String, Value>) -> Result<Option<String>> {
         match arg(args, "extension") {
             None => Ok(None),
             Some(Value::String(e))

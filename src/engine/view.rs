@@ -238,6 +238,15 @@ pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, ClaimStatus)], now: 
     })
 }
 
+/// A claim as the digest lists it (SPEC §17): `{ "id", "status", "text" }`.
+pub(crate) fn digest_claim(c: &ClaimRec) -> Value {
+    object([
+        ("id", key(IdKind::Claim, c.id)),
+        ("status", json!(c.status)),
+        ("text", Value::from(c.text.as_str())),
+    ])
+}
+
 /// How a change made through the lock right is labelled (SPEC §4): `KI · ` and the
 /// label of the holder's token. Records keep the label alone.
 pub(crate) fn lock_label(label: &Option<String>) -> Option<String> {

@@ -263,9 +263,7 @@ impl Forum {
 
     /// The names of the tools this forum offers, in order.
     fn mcp_tool_names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        OPERATIONS
-            .into_iter()
-            .filter(|op| self.config.dialectic || *op != "get_claim")
+        OPERATIONS.into_iter().filter(|op| self.offers(op))
     }
 
     /// The tool list of `tools/list`.

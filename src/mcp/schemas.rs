@@ -35,6 +35,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+mod coordination;
+
 fn string() -> Value {
     json!({ "type": "string" })
 }
@@ -211,7 +213,12 @@ impl Doc {
             Shape::Message => object(Value::Object(self.message_properties()), &MESSAGE_REQUIRED),
             Shape::Node => {
                 let mut properties = self.message_properties();
-                properties.insert("replies".into(), array_of(self.shape(Shape::Node)));
+                // The replies are not a `$ref` to this node: clients that expand a
+                // schema before handing it to a model (smolagents' structured
+                // output) never finish a recursive one. The top level is typed;
+                // deeper levels are described.
+                let reply = json!({ "type": "object", "description": "A reply: a message of the same shape, with its own `replies`." });
+                properties.insert("replies".into(), array_of(reply));
                 let mut required = MESSAGE_REQUIRED.to_vec();
                 required.push("replies");
                 object(Value::Object(properties), &required)
@@ -331,6 +338,7 @@ impl Doc {
                         ),
                         "listen": object(json!({ "operations": strings() }), &["operations"]),
                         "guards": object(json!({ "limits": strings() }), &["limits"]),
+                        "coordination": object(json!({ "operations": strings(), "limits": strings() }), &["operations", "limits"]),
                     }), &[]),
                     "operations": strings(),
                     "reasons": array_of(object(
@@ -385,7 +393,35 @@ impl Doc {
                 json!({ "message": self.shape(Shape::Message), "thread": self.shape(Shape::Thread) }),
                 &["message", "thread"],
             )),
-            _ => (json!({}), vec![]),
+            // Messages without replies: the digest's schema does not recurse.
+            "get_digest" => (
+                json!({
+                    "thread": self.shape(Shape::Thread),
+                    "root": self.shape(Shape::Message),
+                    "decision": null_or(self.shape(Shape::Message)),
+                    "open_questions": array_of(self.shape(Shape::Message)),
+                    "claims": array_of(object(
+                        json!({
+                            "id": string(),
+                            "status": one_of_strings(&crate::protocol::claim::CLAIM_STATES),
+                            "text": string(),
+                        }),
+                        &["id", "status", "text"],
+                    )),
+                    "recent": array_of(self.shape(Shape::Message)),
+                    "omitted": { "type": "integer", "minimum": 0 },
+                }),
+                vec![
+                    "thread",
+                    "root",
+                    "decision",
+                    "open_questions",
+                    "claims",
+                    "recent",
+                    "omitted",
+                ],
+            ),
+            other => coordination::success(other).unwrap_or_else(|| (json!({}), vec![])),
         }
     }
 
@@ -461,6 +497,8 @@ fn refusal() -> Value {
             "retry_after_ms": { "type": "integer", "minimum": 0 },
             // The thread's state now, for `state_changed` (SPEC §14.5).
             "state": one_of_strings(&state_names()),
+            // The conflicting leases, for `lease_conflict` (SPEC §16.2).
+            "leases": array_of(coordination::lease()),
         },
         "required": ["reason", "status", "message"],
     })
@@ -517,7 +555,26 @@ mod tests {
             assert!(s["properties"]["error"].is_object());
             assert!(s.get("$schema").is_none(), "{op}");
         }
-        assert!(output("get_thread")["$defs"]["node"]["properties"]["replies"].is_object());
+        let node = &output("get_thread")["properties"]["messages"]["items"];
+        assert_eq!(node["properties"]["replies"]["items"]["type"], "object");
+    }
+
+    /// Some MCP clients expand every `$ref` in place (smolagents through mcpadapt
+    /// for structured output) and cannot end if a shape refers to itself.
+    #[test]
+    fn no_output_schema_is_recursive() {
+        for op in OPERATIONS {
+            let s = output(op);
+            let defs = s.get("$defs").and_then(Value::as_object);
+            for (name, body) in defs.into_iter().flatten() {
+                let mut inner = Vec::new();
+                refs(body, &mut inner);
+                assert!(
+                    !inner.contains(&format!("#/$defs/{name}")),
+                    "{op}: {name} refers to itself"
+                );
+            }
+        }
     }
 
     #[test]

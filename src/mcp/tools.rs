@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::schemas;
 
+mod coordination;
 mod descriptions;
 
 use descriptions::description;
@@ -28,6 +29,8 @@ pub(crate) struct Settings {
     page_max: u64,
     /// `progress_max_messages` and `echo_window`, when the guards profile is on.
     guards: Option<(u64, u64)>,
+    /// The longest lease (the coordination profile).
+    lease_ttl_max_s: u64,
 }
 
 /// What the input schemas need from the manifest.
@@ -73,6 +76,7 @@ impl ManifestFacts {
                 .get("guards")
                 .filter(|p| p.is_object())
                 .map(|_| (limit("progress_max_messages"), limit("echo_window"))),
+            lease_ttl_max_s: limit("lease_ttl_max_s"),
         };
         let dialectic_profile = manifest["profiles"]
             .get("dialectic")
@@ -282,14 +286,19 @@ impl ManifestFacts {
                 }),
                 &["q"],
             ),
-            _ => json!({ "type": "object", "additionalProperties": false }),
+            "get_digest" => object(json!({ "thread": self.id("thread", "th") }), &["thread"]),
+            // `properties` even when empty: some clients (smolagents through
+            // mcpadapt) read it without checking that it is there.
+            other => self
+                .coordination_input(other)
+                .unwrap_or_else(|| object(json!({}), &[])),
         }
     }
 }
 
 /// Whether an operation only reads.
 pub(crate) fn read_only(operation: &str) -> bool {
-    operation != "post"
+    !matches!(operation, "post" | "set_presence" | "lease" | "release")
 }
 
 fn title(operation: &str) -> &'static str {
@@ -304,6 +313,12 @@ fn title(operation: &str) -> &'static str {
         "get_claim" => "Read a claim",
         "search" => "Search messages by words",
         "get_messages" => "Read messages as a feed",
+        "set_presence" => "Say what you are doing",
+        "get_presence" => "See who is working, idle or away",
+        "lease" => "Claim a resource (a file, a branch, a job)",
+        "release" => "Release a lease",
+        "get_leases" => "List active leases",
+        "get_digest" => "Read a thread's digest",
         _ => "",
     }
 }
@@ -422,6 +437,26 @@ mod tests {
         }
     }
 
+    /// What agent frameworks' MCP clients assume of a tool: smolagents (through
+    /// mcpadapt) reads `inputSchema.properties` unchecked, and LlamaIndex's
+    /// `to_openai_tool()` refuses a description over 1,024 characters.
+    #[test]
+    fn every_tool_fits_the_frameworks_clients() {
+        let settings = json!({"limits": {"body_max_chars": 1_000_000, "wait_max_ms": 1_000_000,
+            "progress_max_messages": 1_000_000, "echo_window": 1_000_000},
+            "realm": "a-realm-name-of-forty-characters-long-xx"});
+        for tool in list(&manifest(settings), &OPERATIONS) {
+            let name = &tool["name"];
+            assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
+            let description = tool["description"].as_str().unwrap();
+            assert!(
+                description.chars().count() <= 1024,
+                "{name}: {} characters: {description}",
+                description.chars().count()
+            );
+        }
+    }
+
     #[test]
     fn the_guards_rules_are_described_only_when_the_profile_is_on() {
         let post = |settings: Value| {
@@ -434,7 +469,7 @@ mod tests {
                 .to_string()
         };
         let on = post(json!({"limits": {"progress_max_messages": 5}}));
-        assert!(on.contains("after 5 messages"), "{on}");
+        assert!(on.contains("after 5 agent messages"), "{on}");
         let off = post(json!({"guards": false}));
         assert!(!off.contains("no_progress") && !off.contains("echoed_body"));
     }

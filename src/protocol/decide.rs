@@ -224,15 +224,21 @@ fn check_guards(
     let window = limits.echo_window;
     let echoed = match window {
         0 => None,
-        _ => state.echoes(actor.identity, guards::folded_hash(&env.body), window),
+        _ => state.echoes(actor.identity, env.folded_hash(), window),
     };
     if let Some(echoed) = echoed {
+        // Every author of the thread has an entry in `last_body`.
+        let author = thread
+            .last_body
+            .keys()
+            .find(|identity| guards::author_hash(identity) == echoed.author)
+            .map_or("another identity", String::as_str);
         return Err(Refusal::new(
             Reason::EchoedBody,
             format!(
                 "this body echoes {} by {} in {}; add something new, or decide, mark, or ask the person",
                 IdKind::Message.key(echoed.message),
-                echoed.identity,
+                author,
                 IdKind::Thread.key(thread.id)
             ),
         )

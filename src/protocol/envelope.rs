@@ -71,6 +71,19 @@ pub(crate) struct Checked {
     pub valid_until: Option<i64>,
     /// `idempotency_key` (SPEC §14.3), and what identifies the envelope it came with.
     pub idempotency: Option<Idempotency>,
+    /// The folded-body hash of the guards profile (SPEC §15), made on first use:
+    /// judging the post and remembering it need it once between them, and with
+    /// the profile off it is never made.
+    pub folded: std::cell::OnceCell<u64>,
+}
+
+impl Checked {
+    /// The folded-body hash of the body (SPEC §15, `guards::folded_hash`).
+    pub(crate) fn folded_hash(&self) -> u64 {
+        *self
+            .folded
+            .get_or_init(|| crate::protocol::guards::folded_hash(&self.body))
+    }
 }
 
 /// An idempotency key and the digest of its envelope.
@@ -174,6 +187,7 @@ pub(crate) fn check(value: &Value, limits: &Limits, dialectic: bool) -> Result<C
         supersedes,
         valid_until,
         idempotency,
+        folded: std::cell::OnceCell::new(),
     })
 }
 

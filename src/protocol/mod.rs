@@ -3,6 +3,7 @@
 
 pub(crate) mod acts;
 pub(crate) mod claim;
+pub(crate) mod coordination;
 pub(crate) mod decide;
 pub(crate) mod envelope;
 pub(crate) mod evidence;

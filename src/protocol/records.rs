@@ -11,6 +11,8 @@ use crate::protocol::evidence::Evidence;
 use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
 
+pub use crate::protocol::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
+
 /// A post remembered under its idempotency key (SPEC §14.3): which message it
 /// made, when, and the digest of its envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,12 +141,15 @@ impl ThreadRec {
 }
 
 /// One message of the echo window: who wrote it and the hash of its folded body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The author is kept as a hash, not its text: the window is decoded, cloned and
+/// rewritten with its thread by every post, and its author's text is needed only
+/// to name it in a refusal, where the thread's `last_body` has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recent {
     /// The message.
     pub message: u64,
-    /// Its author's identity.
-    pub identity: String,
+    /// [`crate::protocol::guards::author_hash`] of its author's identity.
+    pub author: u64,
     /// The folded-body hash (SPEC §15) of its body.
     pub hash: u64,
 }
@@ -170,6 +175,19 @@ pub struct ThreadSpot {
     pub state: State,
     /// Its latest message.
     pub last_message: u64,
+}
+
+/// What the digest (SPEC §17) needs of every message of a thread: its place in
+/// the tree and its act. Read from the front of a stored message, so a long
+/// thread is summed up without decoding its bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageHead {
+    /// `msg_<id>`.
+    pub id: u64,
+    /// The act.
+    pub kind: Act,
+    /// Its parent; `None` for a root.
+    pub parent: Option<u64>,
 }
 
 /// A message. Stored in the binary form of `codec`, not as JSON.

@@ -6,10 +6,11 @@
 use serde_json::json;
 
 use super::types::{
-    Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
-    Turn,
+    Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, SearchHit,
+    Support, ThreadSummary, Turn,
 };
 use crate::engine::claims::ClaimParts;
+use crate::engine::digest::DigestRecs;
 use crate::engine::read::Listing;
 use crate::engine::view::lock_label;
 use crate::protocol::ids::IdKind;
@@ -219,5 +220,26 @@ pub(crate) fn search_hit((m, t): (MessageRec, ThreadRec), guards: bool) -> Searc
     SearchHit {
         message: MessageView::alone(m),
         thread: ThreadSummary::from_rec(&t, guards),
+    }
+}
+
+pub(crate) fn digest(d: DigestRecs, guards: bool) -> Digest {
+    let list = |ms: Vec<MessageRec>| ms.into_iter().map(MessageView::alone).collect();
+    Digest {
+        thread: ThreadSummary::from_rec(&d.thread, guards),
+        root: MessageView::alone(d.root),
+        decision: d.decision.map(MessageView::alone),
+        open_questions: list(d.open_questions),
+        claims: d
+            .claims
+            .iter()
+            .map(|c| DigestClaim {
+                id: key(IdKind::Claim, c.id),
+                status: c.status,
+                text: c.text.clone(),
+            })
+            .collect(),
+        recent: list(d.recent),
+        omitted: d.omitted,
     }
 }

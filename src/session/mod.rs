@@ -2,6 +2,7 @@
 //! It runs the engine's own operations, so the engine's checks are the only ones,
 //! and builds its results from the records they read (`from_records`).
 
+mod coordination;
 mod from_records;
 mod types;
 
@@ -10,9 +11,10 @@ use serde_json::{json, Map, Value};
 use crate::engine::read::{tree, Listing};
 use crate::error::Result;
 use crate::Forum;
+pub use coordination::{Lease, LeaseRequest, Presence};
 pub use types::{
-    Author, ClaimView, EventView, InboxItem, MessageView, Page, SearchHit, Support, ThreadSummary,
-    ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, SearchHit,
+    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 
 /// One envelope to post (SPEC §3), built field by field.
@@ -207,6 +209,16 @@ impl Session<'_> {
             thread: ThreadSummary::from_rec(&thread, self.forum.config.guards),
             messages: tree(messages, MessageView::from_rec),
         })
+    }
+
+    /// The thread's digest (SPEC §17): root, decision, open questions, claims, the
+    /// last messages, and how many it left out.
+    pub fn get_digest(&self, id: &str) -> Result<Digest> {
+        let a = args(json!({ "thread": id }));
+        let d = self
+            .forum
+            .guarded(|| self.forum.digest_records(self.token(), &a))?;
+        Ok(from_records::digest(d, self.forum.config.guards))
     }
 
     /// Runs a list read that takes `wait_ms` (SPEC §14.2).

@@ -243,6 +243,39 @@ pub struct ClaimView {
     pub created_at: String,
 }
 
+/// A claim as the digest lists it (SPEC §17).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DigestClaim {
+    /// `cl_…`.
+    pub id: String,
+    /// Its status.
+    pub status: ClaimStatus,
+    /// The claim's text.
+    pub text: String,
+}
+
+/// `get_digest` (SPEC §17): what matters of a thread, within a budget. Its
+/// messages carry no replies.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Digest {
+    /// The summary.
+    pub thread: ThreadSummary,
+    /// The root message.
+    pub root: MessageView,
+    /// The newest `decide`, if any.
+    pub decision: Option<MessageView>,
+    /// `ask` messages (the root included) with no `answer` below them, the oldest
+    /// 10, oldest first.
+    pub open_questions: Vec<MessageView>,
+    /// The thread's claims, the newest 10, newest first (empty without the
+    /// dialectic profile).
+    pub claims: Vec<DigestClaim>,
+    /// The last 5 messages, in creation order.
+    pub recent: Vec<MessageView>,
+    /// How many messages are in none of `root`, `decision`, `open_questions`, `recent`.
+    pub omitted: u64,
+}
+
 /// `whoami`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WhoAmI {

@@ -11,14 +11,19 @@
 
 use serde_json::{Map, Value};
 
-use super::records::{Awaiting, GuardState, MessageRec, PostKey, Recent, ThreadRec};
+use super::records::{Awaiting, GuardState, MessageHead, MessageRec, PostKey, Recent, ThreadRec};
 use crate::error::{Error, Result};
 use crate::protocol::acts::Act;
 use crate::protocol::evidence::{Evidence, EvidenceKind};
+use crate::protocol::guards;
 use crate::protocol::state::State;
 
-/// The format byte of a thread record: 3 adds the guards' state (SPEC §15).
-const THREAD_FORMAT: u8 = 3;
+/// The format byte of a thread record: 4 keeps the echo window's authors as
+/// hashes (SPEC §15).
+const THREAD_FORMAT: u8 = 4;
+/// The thread format whose echo window kept its authors' identities as text,
+/// still read: each is hashed as it is read.
+const THREAD_FORMAT_3: u8 = 3;
 /// The thread format before the guards' state, still read: its threads start
 /// with an empty state (no count, an empty echo window).
 const THREAD_FORMAT_2: u8 = 2;
@@ -152,7 +157,7 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
     out.u32(t.guards.recent.len() as u32);
     for r in &t.guards.recent {
         out.u64(r.message);
-        out.str(&r.identity);
+        out.u64(r.author);
         out.u64(r.hash);
     }
     out.0
@@ -162,7 +167,14 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = r.u8()?;
-    if ![THREAD_FORMAT, THREAD_FORMAT_2, THREAD_FORMAT_1].contains(&format) {
+    if ![
+        THREAD_FORMAT,
+        THREAD_FORMAT_3,
+        THREAD_FORMAT_2,
+        THREAD_FORMAT_1,
+    ]
+    .contains(&format)
+    {
         return Err(Error::storage(
             "a stored thread has an unknown format".into(),
         ));
@@ -197,13 +209,16 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
             .collect::<Result<_>>()?,
         guards: GuardState::default(),
     };
-    if format == THREAD_FORMAT {
+    if format >= THREAD_FORMAT_3 {
         thread.guards.since_progress = r.u32()?;
         thread.guards.recent = (0..r.u32()?)
             .map(|_| {
                 Ok(Recent {
                     message: r.u64()?,
-                    identity: r.string()?,
+                    author: match format {
+                        THREAD_FORMAT_3 => guards::author_hash(r.str()?),
+                        _ => r.u64()?,
+                    },
                     hash: r.u64()?,
                 })
             })
@@ -252,6 +267,25 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
         o.u64(k.digest);
     });
     out.0
+}
+
+/// How many bytes from the front of a stored message hold its head (id, act,
+/// parent): the format byte, the id, the act's name (at most 7 bytes and its
+/// length), the thread and the optional parent. A backend may read only these
+/// (PostgreSQL does: `substring` of the stored bytes).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) const HEAD_BYTES: usize = 1 + 8 + (4 + 7) + 8 + (1 + 8);
+
+/// The head of a stored message (SPEC §17's digest), read in place from its
+/// first [`HEAD_BYTES`] bytes or more; the body is never looked at.
+pub(crate) fn head(bytes: &[u8]) -> Result<MessageHead> {
+    let mut r = In { buf: bytes, at: 0 };
+    message_format(&mut r)?;
+    let id = r.u64()?;
+    let kind = act(r.str()?)?;
+    r.u64()?; // thread
+    let parent = r.opt(In::u64)?;
+    Ok(MessageHead { id, kind, parent })
 }
 
 /// A message back from its stored bytes.
@@ -407,6 +441,26 @@ mod tests {
     }
 
     #[test]
+    fn a_head_is_read_from_the_front_of_a_record_alone() {
+        for kind in crate::protocol::acts::ACTS.iter().map(|s| s.act) {
+            let mut m = full();
+            m.kind = kind;
+            let bytes = encode(&m);
+            let want = MessageHead {
+                id: 9,
+                kind,
+                parent: Some(4),
+            };
+            assert!(kind.kind().len() <= 7, "{kind:?} outgrows HEAD_BYTES");
+            assert_eq!(head(&bytes[..HEAD_BYTES]).unwrap(), want);
+            assert_eq!(head(&bytes).unwrap(), want);
+        }
+        let root = encode(&MessageRec::bare(3, 1, None));
+        assert_eq!(head(&root).unwrap().parent, None);
+        assert!(head(&root[..10]).is_err(), "a cut head is damage");
+    }
+
+    #[test]
     fn a_record_naming_no_act_or_evidence_kind_is_damage() {
         let bytes = encode(&full());
         // The kind follows the format byte and the id: a u32 length, then "assert".
@@ -472,7 +526,7 @@ mod tests {
                 since_progress: 3,
                 recent: vec![Recent {
                     message: 9,
-                    identity: "ainotes:bob".into(),
+                    author: guards::author_hash("ainotes:bob"),
                     hash: 11,
                 }],
             },
@@ -505,7 +559,7 @@ mod tests {
             Some("KI · Mod")
         );
         let mut unknown = bytes.clone();
-        unknown[0] = 4;
+        unknown[0] = 5;
         assert!(decode_thread(&unknown).is_err());
         for cut in 0..bytes.len() {
             assert!(decode_thread(&bytes[..cut]).is_err());
@@ -531,12 +585,12 @@ mod tests {
         t.guards.since_progress = 5;
         t.guards.recent.push(Recent {
             message: 9,
-            identity: "a".into(),
+            author: guards::author_hash("a"),
             hash: 1,
         });
         let mut old = encode_thread(&t);
-        // Format 2 is format 3 without the guards' state at the end.
-        old.truncate(old.len() - (4 + 4 + 8 + 4 + 1 + 8));
+        // Format 2 is format 4 without the guards' state at the end.
+        old.truncate(old.len() - (4 + 4 + 8 + 8 + 8));
         old[0] = THREAD_FORMAT_2;
         let back = decode_thread(&old).unwrap();
         assert_eq!(back.guards, GuardState::default());
@@ -545,6 +599,35 @@ mod tests {
         let mut longer = encode_thread(&t);
         longer[0] = THREAD_FORMAT_2;
         assert!(decode_thread(&longer).is_err());
+    }
+
+    #[test]
+    fn format_3_threads_decode_with_their_authors_hashed() {
+        let mut t = ThreadRec::bare(4, 9);
+        t.guards.since_progress = 5;
+        for (message, identity, hash) in [(9, "ainotes:bob", 1), (8, "r:al", 2)] {
+            t.guards.recent.push(Recent {
+                message,
+                author: guards::author_hash(identity),
+                hash,
+            });
+        }
+        let new = encode_thread(&t);
+        // Format 3 kept each author as its text where 4 keeps its hash.
+        let mut old = Out(new[..new.len() - 2 * 24].to_vec());
+        old.0[0] = THREAD_FORMAT_3;
+        for (message, identity, hash) in [(9, "ainotes:bob", 1), (8, "r:al", 2)] {
+            old.u64(message);
+            old.str(identity);
+            old.u64(hash);
+        }
+        assert_eq!(
+            format!("{:?}", decode_thread(&old.0).unwrap()),
+            format!("{t:?}")
+        );
+        for cut in 1..old.0.len() {
+            assert!(decode_thread(&old.0[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

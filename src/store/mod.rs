@@ -11,6 +11,9 @@ mod codec;
 mod expiry;
 mod file;
 mod map_migration;
+// The shared backend, with its client, tokio and rustls: only in builds that ask
+// for it, so that the embedded engine links no async runtime and no socket code.
+#[cfg(feature = "postgres")]
 mod postgres;
 mod tail;
 pub use crate::protocol::records;
@@ -18,16 +21,22 @@ mod redb_error;
 mod redb_open;
 mod redb_store;
 mod tables;
+mod url;
 mod word_tail;
 mod words;
 
 pub use check::{check, CheckReport};
-pub use postgres::{is_postgres_url, scheme, without_password, PgStore};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use redb_store::check_integrity;
 pub(crate) use redb_store::RedbStore;
+#[cfg(not(feature = "postgres"))]
+pub(crate) use url::NO_POSTGRES;
+pub use url::{is_postgres_url, scheme, without_password};
 
 use records::{
-    ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot, TokenRec,
+    ClaimRec, EventRec, IdentityRec, LeaseRec, MessageHead, MessageRec, PresenceRec, Remembered,
+    ThreadRec, ThreadSpot, TokenRec,
 };
 
 use std::sync::Arc;
@@ -75,6 +84,20 @@ pub trait ReadTx {
     /// The messages of a thread, in creation order; `expected` is how many there
     /// should be (the thread's count), to size the list once.
     fn thread_messages(&self, thread: u64, expected: usize) -> Result<Vec<MessageRec>>;
+    /// The heads (id, act, parent) of a thread's messages, in creation order: what
+    /// the digest (SPEC §17) reads of every message. A backend should read them
+    /// without decoding the bodies; this default decodes whole messages.
+    fn thread_heads(&self, thread: u64, expected: usize) -> Result<Vec<MessageHead>> {
+        Ok(self
+            .thread_messages(thread, expected)?
+            .iter()
+            .map(|m| MessageHead {
+                id: m.id,
+                kind: m.kind,
+                parent: m.parent,
+            })
+            .collect())
+    }
     /// A claim.
     fn claim(&self, id: u64) -> Result<Option<ClaimRec>>;
     /// An event.
@@ -98,6 +121,14 @@ pub trait ReadTx {
     /// Message feed: messages by id from ids greater than `after`, of one thread or
     /// of the whole forum, as `(message, thread)`.
     fn scan_messages(&self, thread: Option<u64>, after: u64, visit: Visit<'_>) -> Result<()>;
+    /// The presence records (SPEC §16.1) of one identity, or of all, ordered by
+    /// identity, then extension (none first).
+    fn presences(&self, identity: Option<&str>) -> Result<Vec<PresenceRec>>;
+    /// The stored leases (SPEC §16.2), by id: the active ones and the expired ones
+    /// not removed yet (the engine tells them apart by time).
+    fn leases(&self) -> Result<Vec<LeaseRec>>;
+    /// A stored lease.
+    fn lease(&self, id: u64) -> Result<Option<LeaseRec>>;
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.
@@ -147,6 +178,15 @@ pub trait WriteTx: ReadTx {
         at: i64,
         forget_before: i64,
     ) -> Result<()>;
+    /// Stores the presence of the record's (identity, extension), replacing it.
+    fn put_presence(&mut self, rec: &PresenceRec) -> Result<()>;
+    /// The next lease id: one past the last one ever issued, removed leases
+    /// included. An id handed out is spent, as with [`WriteTx::next_id`].
+    fn next_lease_id(&mut self) -> Result<u64>;
+    /// Stores a lease, replacing the one of the same id.
+    fn put_lease(&mut self, rec: &LeaseRec) -> Result<()>;
+    /// Removes a lease (released, or expired).
+    fn remove_lease(&mut self, id: u64) -> Result<()>;
     /// Commits and returns once the commit is durable (visible, when volatile).
     fn commit(self: Box<Self>) -> Result<()> {
         self.commit_deferred()?.wait()

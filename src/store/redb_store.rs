@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 
 use super::codec::{decode_json as decode, encode_json as encode};
 use super::records::{
-    Awaiting, ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot,
-    TokenRec,
+    Awaiting, ClaimRec, EventRec, IdentityRec, MessageHead, MessageRec, Remembered, ThreadRec,
+    ThreadSpot, TokenRec,
 };
 use super::redb_open::{
     commit_failed_on_io, holds_foreign_tables, is_io_failure, migrate_v1, migrate_words, open_file,
@@ -168,6 +168,10 @@ impl RedbStore {
         txn.open_table(INDEX).or_storage()?;
         txn.open_table(WORD_BLOCKS).or_storage()?;
         txn.open_table(PLACES).or_storage()?;
+        // Added after version 6 without a new version: an older file gains them
+        // here, empty, and an older release never reads them.
+        txn.open_table(PRESENCE).or_storage()?;
+        txn.open_table(LEASES).or_storage()?;
         txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.
         blocks::migrate(&db, progress)?;
@@ -511,6 +515,7 @@ fn get_json<T: DeserializeOwned>(
     }
 }
 
+mod coordination;
 mod read;
 mod write;
 

@@ -16,7 +16,7 @@ use redb::TableDefinition;
 /// migration takes them out.
 pub(super) const SCHEMA_VERSION: u64 = 6;
 
-/// `schema_version`, `cursor_key`, and the progress marks of the word index and of
+/// `schema_version`, `cursor_key`, `lease_last` (the last lease id issued), and the progress marks of the word index and of
 /// key expiry. Id counters are not stored: the next id of a kind is one past the
 /// last key of its table, which saves a write per post.
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("parley_meta");
@@ -54,6 +54,14 @@ pub(super) const PLACES: TableDefinition<(u8, u64), &[u8]> = TableDefinition::ne
 /// SPEC §14.4 (see `super::words`). A word's blocks are one range, in message order.
 pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
     TableDefinition::new("word_blocks");
+
+/// (identity, extension or `""` for none) → presence record (SPEC §16.1). An
+/// extension is never empty, so `""` is free to mean "none", and sorts first.
+pub(super) const PRESENCE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("presence");
+/// Lease id → lease record (SPEC §16.2), while the lease may be active: a release
+/// removes it, and so does a later lease write once it expired. Ids are counted in
+/// [`META`] (`lease_last`), so a removed id is never issued again.
+pub(super) const LEASES: TableDefinition<u64, &[u8]> = TableDefinition::new("leases");
 
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.

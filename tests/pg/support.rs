@@ -8,8 +8,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The server's URL, or `None` when none was started. With
 /// `PARLEY_TEST_PG_REQUIRED` set (the test command sets it), a missing server
-/// fails the test instead of skipping it.
+/// fails the test instead of skipping it. A build without the `postgres` feature
+/// has no server to test: skipped, or failed under `PARLEY_TEST_PG_REQUIRED`.
 pub fn server() -> Option<String> {
+    if !parley_forum::storage::POSTGRES {
+        assert!(
+            std::env::var_os("PARLEY_TEST_PG_REQUIRED").is_none(),
+            "PARLEY_TEST_PG_REQUIRED is set but this build has no PostgreSQL backend \
+             (cargo test --features postgres)"
+        );
+        eprintln!("skipped: built without PostgreSQL (cargo test --features postgres)");
+        return None;
+    }
     match std::env::var("PARLEY_TEST_PG") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {

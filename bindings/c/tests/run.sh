@@ -60,12 +60,14 @@ if [ "$SANITIZER" = valgrind ] && ! command -v valgrind >/dev/null; then
 fi
 
 # --- build --------------------------------------------------------------------
-echo "# building parley-c ($PROFILE)"
-cargo build -p parley-c "${CARGO_PROFILE[@]}" --quiet
-cargo build -p parley-c "${CARGO_PROFILE[@]}" --example fixtures --quiet
+echo "# building parley-c ($PROFILE, with the postgres feature for test_postgres.c)"
+cargo build -p parley-c "${CARGO_PROFILE[@]}" --features postgres --quiet
+cargo build -p parley-c "${CARGO_PROFILE[@]}" --features postgres --example fixtures --quiet
 "$LIBDIR/examples/fixtures" "$WORK/fixtures"
 
 # --- Rust tests: unit tests (panic boundary, poisoning) and header drift -------
+# Without the postgres feature, as the library builds by default: the refusal of
+# postgres:// paths (tests/no_postgres.rs) runs too.
 echo "# cargo test -p parley-c"
 if cargo test -p parley-c --quiet >"$WORK/cargo-test.log" 2>&1; then
     pass "rust tests of parley-c, header drift included"

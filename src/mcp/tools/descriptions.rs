@@ -43,6 +43,43 @@ const GET_CLAIM: &str =
     refutations and what it supersedes or is superseded by. Pass `claim` as `cl_<n>` or as \
     the number.";
 
+const SET_PRESENCE: &str = "Tells the others what you are doing: `status` working, idle \
+    (free for work) or away, with an optional short `note`. It holds for `ttl_s` seconds \
+    (default 900); after that others see it as stale, so set it again while you work. \
+    Setting the same status again keeps its `since`. Pass `extension` when you are a \
+    sub-agent sharing a token.";
+
+const GET_PRESENCE: &str = "Shows who is working, idle or away: one item per identity and \
+    extension that ever set a presence (or only `identity`'s), with its note, `since` (when \
+    the status changed) and `stale` (true once it expired: that agent may be gone). Check \
+    it before you wait for someone, instead of asking them.";
+
+const LEASE: &str = "Claims a resource (a file, a directory with a trailing `/`, a branch, \
+    a job) so that two agents do not work on it at once. Take the lease before you start \
+    and release it when done; asking again for the same resource and mode renews it (same \
+    id, later `expires_at`). It lasts `ttl_s` seconds (default 600). `shared` leases \
+    coexist; an `exclusive` one (the default) excludes every other holder. If you get \
+    `lease_conflict`, do not touch the resource: the refusal's `leases` name the holder \
+    and `expires_at`; work on something else, ask the holder in a thread, or try again \
+    after it expires.";
+
+const RELEASE: &str = "Ends an active lease (`lease`: `ls_<n>`), so others may claim the \
+    resource. Release your leases as soon as you are done. Only the holder's identity, a \
+    token with the lock right, or a person may release a lease (`lease_authority_missing` \
+    otherwise); an ended or unknown lease is `lease_not_found`.";
+
+const GET_LEASES: &str = "Lists the active leases, oldest first: those overlapping \
+    `resource` (a trailing `/` covers everything under it) and/or held by `identity` when \
+    given. Look before you start work on shared files or jobs; each lease names its holder, \
+    mode, note and `expires_at`.";
+
+const GET_DIGEST: &str =
+    "Reads what matters of a thread too long to read whole: its summary, the root \
+    message, the decision (the newest `decide`, or null), the open questions (the oldest \
+    10 `ask` messages with no `answer` below them), the newest 10 claims (id, status, text), \
+    the last 5 messages and how many messages it left out. Read the digest of a long \
+    thread before `get_thread`; page through the rest with `get_messages`.";
+
 /// The description of the tool of `operation`.
 pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
@@ -56,65 +93,53 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "get_messages" => with_wait(GET_MESSAGES.to_string(), limits, "a message is written"),
         "search" => SEARCH.to_string(),
         "get_claim" => GET_CLAIM.to_string(),
+        "set_presence" => SET_PRESENCE.to_string(),
+        "get_presence" => GET_PRESENCE.to_string(),
+        "lease" => LEASE.to_string(),
+        "release" => RELEASE.to_string(),
+        "get_leases" => GET_LEASES.to_string(),
+        "get_digest" => GET_DIGEST.to_string(),
         other => format!("The `{other}` operation."),
     }
 }
 
 /// `post`: the acts, where a reply goes, and the rules whose refusals a model
-/// meets most (turn, self_reply, repeated_body, who may mark).
+/// meets most (turn, self_reply, repeated_body, who may mark). Kept under 1,024
+/// characters with every profile on: some frameworks refuse a longer description
+/// (LlamaIndex's `to_openai_tool()`); the manifest has the rest.
 fn post(dialectic: bool, limits: &Settings) -> String {
     let mut text = format!(
-        "Writes one message to the forum: a thread is a tree of messages, and every message \
-         has a `kind` saying what it does. `ask` poses a question: without `thread` and \
-         `parent` it opens a new thread (use `search` first: it may have been asked already). `answer`, `note`, `propose`, `object` and `handoff` \
-         reply inside a thread; `decide`, `mark` (with `state`) and `reopen` change the \
-         thread's state. Place a reply with `thread` (it goes under the thread's first message) \
-         or with `parent` (under that message). `body` is required: 1 to {} characters.\n\
-         Rules the forum enforces; breaking one is refused (isError, with a stable `reason`) \
-         and nothing is written:\n\
-         - turn: every thread names who is due next (`awaiting`); acts that expect a reply hand \
-         the turn on. Look in get_inbox for the threads waiting for you and reply there.\n\
-         - self_reply: you may not reply to your own message (same identity and extension).\n\
-         - repeated_body: do not repeat, word for word, your own last message in a thread.\n\
-         - who may mark: `decide` and `mark` need the thread's creator, a holder of the lock \
-         right, or a human; an agent's mark without the lock right is only a proposal until \
-         confirmed. A closed and confirmed thread accepts nothing but `reopen` (thread_closed).\n\
-         - `handoff` needs `to` (an identity such as `{}:bob`); `to` may also direct an `ask` \
-         or a `reopen`.",
-        limits.body_max_chars, limits.realm
+        "Writes one message; `kind` says what it does. `ask` without `thread`/`parent` opens \
+         a thread (`search` first). `answer`, `note`, `propose`, `object`, `handoff` (needs \
+         `to`, an identity) reply in `thread` or under `parent`; `decide`, `mark` (with \
+         `state`), `reopen` change its state. `body`: 1-{} characters.\n\
+         Refused (isError, stable `reason`, nothing written): out of turn (see `awaiting`; \
+         get_inbox lists your turns); self_reply; repeated_body (your last message again); \
+         `decide`/`mark` by other than creator, lock holder or human (a proposal); \
+         thread_closed (only `reopen`).",
+        limits.body_max_chars
     );
     if let Some((progress, echo)) = limits.guards {
-        let mut loops = String::from("\nLoops across agents (guards profile):");
         if echo > 0 {
-            loops.push_str(&format!(
-                " echoed_body: do not echo (same words, ignoring case and punctuation) any of \
-                 the {echo} newest messages of others in the thread; add something new."
+            text.push_str(&format!(
+                " echoed_body: words (case, punctuation aside) of one of the {echo} newest \
+                 messages of others."
             ));
         }
         if progress > 0 {
-            loops.push_str(&format!(
-                " no_progress: after {progress} messages by agents with no progress (no change \
-                 of state, no claim changing status, no person speaking), the thread refuses \
-                 more talk: `decide` or `mark` it if you may, or ask the person, or leave it."
+            text.push_str(&format!(
+                " no_progress: after {progress} agent messages without progress (state, claim \
+                 status, a person): decide, mark, ask the person, or leave."
             ));
-        }
-        if echo > 0 || progress > 0 {
-            text.push_str(&loops);
         }
     }
     if dialectic {
         text.push_str(
-            "\nClaims (dialectic profile): `assert` states a claim, optionally with `evidence`; \
-             `attest`, `refute` and `verify` name a `claim` (cl_<n>) and carry evidence pointers \
-             `{kind, ref, note?}` (attest and refute need at least one). You may not attest your \
-             own claim.",
+            "\nClaims: `assert` (optional `evidence`); `attest`, `refute`, `verify` name a \
+             `claim`, with evidence `{kind, ref, note?}` to attest or refute; not your own.",
         );
     }
-    text.push_str(
-        "\nReturns the stored message and the thread's summary, plus `event` (or `events`) when \
-         the thread's state changed and `claim` when a claim was created. See get_manifest for \
-         every kind, field and limit.",
-    );
+    text.push_str("\nget_manifest has every kind, field and limit.");
     text
 }
 

@@ -255,10 +255,14 @@ fn if_state_comes_after_authority_and_before_the_guards_and_the_transition() {
 /// `recent` (newest first) of (message, identity, body).
 fn guarded_place(since: u32, recent: &[(u64, &str, &str)]) -> Place {
     let mut p = place();
-    let g = &mut p.thread.as_mut().unwrap().guards;
-    g.since_progress = since;
+    let t = p.thread.as_mut().unwrap();
+    t.guards.since_progress = since;
     for (message, identity, body) in recent.iter().rev() {
-        g.remember(*message, identity, guards::folded_hash(body), 8);
+        // As a post does: every author of the thread is in `last_body`.
+        let repeat = crate::protocol::hashes::body_hash(body);
+        t.last_body.insert(identity.to_string(), repeat);
+        t.guards
+            .remember(*message, identity, guards::folded_hash(body), 8);
     }
     p
 }

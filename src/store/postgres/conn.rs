@@ -14,6 +14,7 @@ use crate::config::Durability;
 use crate::error::{Error, Result};
 
 use super::tls::{self, SslMode};
+use crate::store::url::without_password;
 
 /// The most connections a store's calls hold at once when the URL's
 /// `max_connections` does not say (its listener holds one more).
@@ -26,24 +27,6 @@ const MAX_CONNECTIONS_RANGE: std::ops::RangeInclusive<usize> = 1..=1000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The forum of a URL without a `forum` parameter.
 const DEFAULT_FORUM: &str = "main";
-
-/// Whether `text` names a PostgreSQL database rather than a forum file: it starts
-/// with `postgres://` or `postgresql://` (in any case).
-pub fn is_postgres_url(text: &str) -> bool {
-    scheme(text)
-        .is_some_and(|s| s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
-}
-
-/// The scheme of a URL (`"mysql"` of `mysql://…`), if `text` is one.
-pub fn scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let valid = !scheme.is_empty()
-        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then_some(scheme)
-}
 
 /// Where a forum lives: the server, the schema, and how to connect.
 pub(super) struct Target {
@@ -203,40 +186,6 @@ fn lock_key(schema: &str) -> i64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h as i64
-}
-
-/// `url` with its password (in the user part or as a `password` parameter)
-/// replaced, so it can be shown.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or("");
-            format!("{name}:***@{host}")
-        }
-        _ => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<&str> = query
-                .split('&')
-                .map(|p| {
-                    if p.starts_with("password=") {
-                        "password=***"
-                    } else {
-                        p
-                    }
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
 }
 
 /// A failure of a statement or of the connection, as a storage error.
@@ -513,18 +462,6 @@ impl Drop for Pooled<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_told_from_paths() {
-        assert!(is_postgres_url("postgres://u@h/db"));
-        assert!(is_postgres_url("postgresql:///db?host=/tmp"));
-        assert!(is_postgres_url("POSTGRES://u@h/db"));
-        assert_eq!(scheme("mysql://u:pw@h/x"), Some("mysql"));
-        assert_eq!(scheme("./dir/forum.redb"), None);
-        assert_eq!(scheme("odd name://x"), None);
-        assert!(!is_postgres_url("./parley.redb"));
-        assert!(!is_postgres_url("postgres.redb"));
-    }
 
     #[test]
     fn a_password_is_never_shown() {

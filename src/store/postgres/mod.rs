@@ -19,6 +19,7 @@
 mod begin;
 mod cache;
 mod conn;
+mod coordination;
 mod listen;
 mod posts;
 mod read;
@@ -34,8 +35,6 @@ use conn::{Pool, Target};
 use super::{ReadTx, Store, WriteTx};
 use crate::config::Durability;
 use crate::error::Result;
-
-pub use conn::{is_postgres_url, scheme, without_password};
 
 /// A forum stored in PostgreSQL.
 pub struct PgStore {

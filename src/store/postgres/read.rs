@@ -11,7 +11,7 @@ use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
 use crate::store::codec::{self, decode_json};
 use crate::store::records::{
-    ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, TokenRec,
+    ClaimRec, EventRec, IdentityRec, MessageHead, MessageRec, Remembered, ThreadRec, TokenRec,
 };
 use crate::store::{Flow, ReadTx, Visit};
 
@@ -240,6 +240,18 @@ macro_rules! cached {
 }
 
 impl ReadTx for Tx<'_> {
+    fn presences(&self, identity: Option<&str>) -> Result<Vec<crate::store::records::PresenceRec>> {
+        self.read_presences(identity)
+    }
+
+    fn leases(&self) -> Result<Vec<crate::store::records::LeaseRec>> {
+        self.read_leases()
+    }
+
+    fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
+        self.read_lease(id)
+    }
+
     fn last_id(&self, kind: IdKind) -> Result<u64> {
         if let Some(known) = self.cache.last_id(kind as usize) {
             return Ok(known);
@@ -306,6 +318,22 @@ impl ReadTx for Tx<'_> {
         let mut out = Vec::with_capacity(expected.min(1 << 16).max(rows.len()));
         for r in &rows {
             out.push(codec::decode(r.get::<_, &[u8]>(0))?);
+        }
+        Ok(out)
+    }
+
+    fn thread_heads(&self, thread: u64, expected: usize) -> Result<Vec<MessageHead>> {
+        // Only the front of each record crosses the wire: the bodies stay put.
+        let rows = self.rows(
+            &format!(
+                "SELECT substring(rec FROM 1 FOR {}) FROM messages WHERE thread = $1 ORDER BY id",
+                codec::HEAD_BYTES
+            ),
+            &[&big(thread)],
+        )?;
+        let mut out = Vec::with_capacity(expected.min(1 << 16).max(rows.len()));
+        for r in &rows {
+            out.push(codec::head(r.get::<_, &[u8]>(0))?);
         }
         Ok(out)
     }

@@ -62,6 +62,14 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE idempotency ALTER COLUMN identity TYPE text COLLATE \"C\",
                              ALTER COLUMN key TYPE text COLLATE \"C\";
      ALTER TABLE parley_meta ALTER COLUMN key TYPE text COLLATE \"C\";",
+    // Version 5: the coordination profile (SPEC §16). No extension is '' in
+    // `presence`; lease ids are counted in `parley_meta`, as a released lease's row
+    // goes and its id must never come back.
+    "CREATE TABLE presence (identity text COLLATE \"C\" NOT NULL,
+                            extension text COLLATE \"C\" NOT NULL,
+                            rec bytea NOT NULL, PRIMARY KEY (identity, extension));
+     CREATE TABLE leases (id bigint PRIMARY KEY, rec bytea NOT NULL);
+     INSERT INTO parley_meta (key, value) VALUES ('lease_last', 0);",
 ];
 
 /// The schema version this release writes.

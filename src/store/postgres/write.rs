@@ -36,6 +36,22 @@ impl Tx<'_> {
 }
 
 impl WriteTx for Tx<'_> {
+    fn put_presence(&mut self, rec: &crate::store::records::PresenceRec) -> Result<()> {
+        self.write_presence(rec)
+    }
+
+    fn next_lease_id(&mut self) -> Result<u64> {
+        self.take_lease_id()
+    }
+
+    fn put_lease(&mut self, rec: &crate::store::records::LeaseRec) -> Result<()> {
+        self.write_lease(rec)
+    }
+
+    fn remove_lease(&mut self, id: u64) -> Result<()> {
+        self.delete_lease(id)
+    }
+
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         let k = kind as usize;
         let last = match self.writing().ids[k] {

@@ -85,6 +85,18 @@ macro_rules! impl_read {
                 Ok(out)
             }
 
+            fn thread_heads(&self, thread: u64, expected: usize) -> Result<Vec<MessageHead>> {
+                let table = self.table(MESSAGES)?;
+                let mut out = Vec::with_capacity(expected.min(1 << 16));
+                for entry in table
+                    .range((thread, 0)..(thread, THREAD_RECORD))
+                    .or_storage()?
+                {
+                    out.push(codec::head(entry.or_storage()?.1.value())?);
+                }
+                Ok(out)
+            }
+
             fn claim(&self, id: u64) -> Result<Option<ClaimRec>> {
                 get_json(&self.table(CLAIMS)?, id)
             }
@@ -277,6 +289,21 @@ macro_rules! impl_read {
                     }
                 }
                 Ok(())
+            }
+
+            fn presences(
+                &self,
+                identity: Option<&str>,
+            ) -> Result<Vec<crate::store::records::PresenceRec>> {
+                super::coordination::presences(&self.table(PRESENCE)?, identity)
+            }
+
+            fn leases(&self) -> Result<Vec<crate::store::records::LeaseRec>> {
+                super::coordination::leases(&self.table(LEASES)?)
+            }
+
+            fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
+                super::coordination::lease(&self.table(LEASES)?, id)
             }
         }
     };
