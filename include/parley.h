@@ -98,8 +98,9 @@ typedef uint32_t parley_result;
 // The storage layer failed: I/O, a damaged file, a lock held by another process.
 #define PARLEY_STORAGE 7
 
-// The library panicked; the panic was caught at the boundary. A forum handle that
-// was in use is poisoned.
+// The library panicked: an internal error, a bug in Parley, not a sign of a
+// damaged file. A panic the engine caught leaves the forum handle usable; one
+// that reached the C boundary poisons the handle that was in use.
 #define PARLEY_PANIC 8
 
 // The forum handle is poisoned by an earlier panic; only `parley_forum_end_waits`

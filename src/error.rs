@@ -246,6 +246,12 @@ pub enum Error {
     /// The storage layer failed (I/O, corruption, a lock held by another process).
     #[error("storage error: {0}")]
     Storage(#[source] StorageError),
+    /// A bug inside Parley: a panic, caught before it reached the caller. It says
+    /// nothing about the forum file (a damaged file is [`Error::Storage`] or
+    /// [`Error::NotAForum`]); a post of the call's batch was not stored. SPEC §12
+    /// names no reason for it: transports answer 500 `internal_error`.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// What failed in the storage layer, in words, with the error that caused it when
@@ -310,6 +316,15 @@ impl Error {
         Error::Storage(StorageError::caused_by(message, source))
     }
 
+    /// The internal error of a caught panic, with the panic's message.
+    pub(crate) fn from_panic(payload: &(dyn std::any::Any + Send)) -> Error {
+        Error::Internal(format!(
+            "Parley panicked ({}); this is a bug, please report it with the call that \
+             caused it",
+            panic_message(payload)
+        ))
+    }
+
     /// The refusal, when this error is one.
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
@@ -323,6 +338,15 @@ impl From<Refusal> for Error {
     fn from(refusal: Refusal) -> Self {
         Error::Refused(refusal)
     }
+}
+
+/// The message a panic carried (`panic!` with a literal or with arguments).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "an unknown failure".into())
 }
 
 /// Result of the library's fallible functions.

@@ -44,7 +44,7 @@
 //!   [`EvidenceKind`].
 //! - [`Error`]: a [`Refusal`] of the protocol (with its [`Reason`], stable across
 //!   bindings), or a host-side failure; storage failures carry their cause
-//!   ([`StorageError`]).
+//!   ([`StorageError`]); a panic inside Parley, a bug, is [`Error::Internal`].
 //! - [`Forum::mcp`] and [`Forum::mcp_reply`]: the MCP handler that every MCP
 //!   transport uses ([`mcp`] holds its codes and versions).
 //! - [`storage`]: the interface a storage backend implements ([`storage::Store`])
@@ -57,6 +57,9 @@
 mod config;
 mod engine;
 mod error;
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub mod fault;
 mod manifest;
 pub mod mcp;
 mod protocol;

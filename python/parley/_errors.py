@@ -29,6 +29,7 @@ __all__ = [
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
+    "InternalError",
     "ConnectionError",
     "NotAForumError",
     "SchemaTooNewError",
@@ -179,6 +180,13 @@ class StorageError(ParleyError):
     """The storage layer failed: I/O, a damaged file, a file held open elsewhere."""
 
 
+class InternalError(ParleyError):
+    """A bug inside Parley: the engine panicked, and the panic was caught before it
+    reached Python. It says nothing about the forum file, and it is not worth a retry
+    (a session with ``retries`` does not repeat the call); report it with the call
+    that caused it."""
+
+
 class ConnectionError(ParleyError, builtins.ConnectionError):
     """The server of a remote forum (:func:`parley.connect`) could not be reached or did
     not answer properly: connection refused or reset, a time-out, a response that is not
@@ -214,6 +222,7 @@ for _cls in (
     *_BY_STATUS.values(),
     *_BY_REASON.values(),
     StorageError,
+    InternalError,
     ConnectionError,
     NotAForumError,
     SchemaTooNewError,

@@ -448,7 +448,13 @@ fn publish<O>(taken: &Taken<O>, outcomes: Option<Vec<Result<O>>>, bell: &Bell) {
     let outcomes = outcomes.unwrap_or_else(|| {
         taken
             .iter()
-            .map(|_| failed("the engine panicked; the batch was not stored"))
+            .map(|_| {
+                Err(Error::Internal(
+                    "Parley panicked while applying this post's batch; the batch was not \
+                     stored"
+                        .into(),
+                ))
+            })
             .collect()
     });
     for ((caller, at), outcome) in taken.iter().zip(outcomes) {

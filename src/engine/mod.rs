@@ -214,20 +214,13 @@ impl Forum {
         })
     }
 
-    /// Runs `f`, turning a panic inside the engine into a storage failure, so that
-    /// no caller (and no FFI boundary) sees one.
+    /// Runs `f`, turning a panic inside the engine into [`Error::Internal`], so that
+    /// no caller (and no FFI boundary) sees one. A panic is a bug, not a damaged
+    /// file: redb's own assertions on a damaged file are caught where redb opens
+    /// and checks it (`store::redb_open::unpanicked`) and reported as storage errors.
     pub(crate) fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "an unknown failure".into());
-            Err(Error::storage(format!(
-                "the call failed inside the storage engine ({what}); the forum file may be \
-                 damaged: `parley check` says"
-            )))
-        })
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|panic| Err(Error::from_panic(&*panic)))
     }
 
     /// The generic entry (SPEC §11.3): runs `operation` with JSON `args` for the
@@ -236,8 +229,8 @@ impl Forum {
     /// A refusal is [`Error::Refused`] with the stable reason; an operation that does
     /// not exist is [`Error::UnknownOperation`].
     ///
-    /// A panic inside the call (redb asserts on some damage it reads in a file)
-    /// is [`Error::Storage`], never an unwind into the host.
+    /// A panic inside the call is [`Error::Internal`], never an unwind into the
+    /// host.
     pub fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value> {
         self.guarded(|| self.dispatch(token, operation, args))
     }

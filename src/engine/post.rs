@@ -205,6 +205,8 @@ impl Forum {
         env: Checked,
         now: i64,
     ) -> Result<Applied> {
+        #[cfg(feature = "fault-injection")]
+        crate::fault::panic_on(&env.body);
         let act = env.act;
         caller.require(Right::Write)?;
         if act.spec().needs == Needs::Verify {

@@ -134,14 +134,10 @@ pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
 /// error to report, never a crash of the host.
 pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "an unknown failure".into());
         Err(Error::storage(format!(
-            "{} is damaged: redb stopped reading it ({what})",
-            path.display()
+            "{} is damaged: redb stopped reading it ({})",
+            path.display(),
+            crate::error::panic_message(&*panic)
         )))
     })
 }

@@ -192,3 +192,23 @@ def test_a_closed_forum_refuses_calls(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="closed"):
             call()
     assert "closed" in repr(forum)
+
+
+def test_a_panic_inside_the_engine_is_an_internal_error(
+    forum: parley.Forum, tokens: Dict[str, str]
+) -> None:
+    # tests/python/run.sh builds the module with `fault-injection`; a wheel has no
+    # such body, and then there is nothing to trigger.
+    fault = getattr(parley._parley, "_FAULT_BODY", None)
+    if fault is None:
+        pytest.skip("the native module was built without the fault-injection feature")
+    alice = forum.session(tokens["alice"])
+    thread = alice.ask("Which port?")["thread"]["id"]
+    with pytest.raises(parley.InternalError) as info:
+        alice.note(fault, thread=thread)
+    assert not isinstance(info.value, parley.StorageError)
+    assert "panicked" in str(info.value) and "damaged" not in str(info.value)
+    # Not stored, and the forum serves on.
+    bob = forum.session(tokens["bob"])
+    bob.answer("7878.", thread=thread)
+    assert fault not in str(forum.call(tokens["alice"], "get_thread", {"thread": thread}))

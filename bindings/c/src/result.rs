@@ -38,8 +38,9 @@ pub const PARLEY_INVALID_ARGUMENT: parley_result = 5;
 pub const PARLEY_SCHEMA_TOO_NEW: parley_result = 6;
 /// The storage layer failed: I/O, a damaged file, a lock held by another process.
 pub const PARLEY_STORAGE: parley_result = 7;
-/// The library panicked; the panic was caught at the boundary. A forum handle that
-/// was in use is poisoned.
+/// The library panicked: an internal error, a bug in Parley, not a sign of a
+/// damaged file. A panic the engine caught leaves the forum handle usable; one
+/// that reached the C boundary poisons the handle that was in use.
 pub const PARLEY_PANIC: parley_result = 8;
 /// The forum handle is poisoned by an earlier panic; only `parley_forum_end_waits`
 /// and `parley_forum_free` are still meaningful on it.
@@ -86,6 +87,7 @@ pub fn result_of(error: &Error) -> parley_result {
         Error::InvalidArgument(_) => PARLEY_INVALID_ARGUMENT,
         Error::SchemaTooNew { .. } => PARLEY_SCHEMA_TOO_NEW,
         Error::NotAForum(_) => PARLEY_NOT_A_FORUM,
+        Error::Internal(_) => PARLEY_PANIC,
         // `Error` is non-exhaustive: a variant added later is a storage-side
         // failure until it earns a code of its own.
         _ => PARLEY_STORAGE,

@@ -45,6 +45,10 @@ fn raise(py: Python<'_>, err: Error) -> PyResult<PyErr> {
             let message = Error::Storage(message).to_string();
             errors.getattr("StorageError")?.call1((message,))?
         }
+        Error::Internal(message) => {
+            let message = Error::Internal(message).to_string();
+            errors.getattr("InternalError")?.call1((message,))?
+        }
         other => errors.getattr("ParleyError")?.call1((other.to_string(),))?,
     };
     Ok(PyErr::from_value(exc))

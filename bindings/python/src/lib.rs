@@ -31,6 +31,11 @@ fn _parley(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("REASONS", reasons)?;
     m.add_function(wrap_pyfunction!(check_integrity, m)?)?;
+    // Test builds only (tests/python/run.sh): the body that makes a post panic
+    // inside the engine. An attribute, not an export (`add` would list it in
+    // `__all__`, which the stubs describe as a wheel has it).
+    #[cfg(feature = "fault-injection")]
+    m.setattr("_FAULT_BODY", parley_forum::fault::FAULT_BODY)?;
     Ok(())
 }
 

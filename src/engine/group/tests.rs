@@ -245,7 +245,7 @@ fn a_broken_batch_fails_every_job_it_took_and_strands_none() {
     assert!(within_5s(slow).is_err(), "the panic reaches the leader");
     for follower in [boom, other] {
         let outcome = within_5s(follower).unwrap();
-        assert!(matches!(outcome, Err(Error::Storage(_))), "{outcome:?}");
+        assert!(matches!(outcome, Err(Error::Internal(_))), "{outcome:?}");
     }
     assert_eq!(group.submit(3, &*log).unwrap(), Value::from(30));
     assert_eq!(*log.committed.lock().unwrap(), [3]);

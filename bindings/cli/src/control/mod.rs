@@ -99,6 +99,7 @@ pub(crate) fn reply(outcome: Result<Value, Error>) -> Value {
                 Error::UnknownOperation(op) => ("unknown_operation", op.clone()),
                 Error::InvalidArgument(text) => ("invalid_argument", text.clone()),
                 Error::Storage(e) => ("storage", e.message().to_string()),
+                Error::Internal(text) => ("internal", text.clone()),
                 other => ("storage", other.to_string()),
             };
             json!({ "error": { "kind": kind, "detail": detail, "message": err.to_string() } })
@@ -128,6 +129,7 @@ pub(crate) fn outcome(reply: Value) -> Result<Value, Error> {
         Some("unknown_operation") => Error::UnknownOperation(text("detail")),
         Some("invalid_argument") => Error::InvalidArgument(text("detail")),
         Some("storage") => Error::storage(text("detail")),
+        Some("internal") => Error::Internal(text("detail")),
         _ => Error::storage(format!(
             "the server's admin channel answered {}: {}",
             text("kind"),
@@ -215,6 +217,7 @@ mod tests {
             Error::UnknownOperation(s) => Error::UnknownOperation(s.clone()),
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Storage(s) => Error::storage(s.message().to_string()),
+            Error::Internal(s) => Error::Internal(s.clone()),
             other => Error::storage(other.to_string()),
         }
     }

@@ -151,7 +151,7 @@ async fn run(
 /// The failure a post gets when the engine thread went away without answering (it
 /// panicked): a JSON-RPC internal error, as REST answers 500 `internal_error`.
 fn engine_failed() -> Error {
-    Error::storage("the engine call failed".into())
+    Error::Internal("the engine call failed".into())
 }
 
 /// For a `tools/call` that is to wait here: how long, with `wait_ms` taken out of

@@ -384,7 +384,7 @@ fn an_mcp_post_whose_engine_thread_fails_gets_an_internal_error() {
     );
     assert_eq!(
         failed["error"]["message"],
-        "Internal error: storage error: the engine call failed"
+        "Internal error: internal error: the engine call failed"
     );
     let (status, next) = post(2, "And this one?");
     assert_eq!(status, 200);
