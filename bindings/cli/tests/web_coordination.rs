@@ -225,6 +225,12 @@ fn switched_off_the_thread_page_shows_no_presence_and_the_leases_page_says_why()
     let page = b.get(&format!("/threads/{th}"));
     assert_eq!(page.status, 200);
     assert!(!text(&page).contains(r#"id="presence""#), "{}", text(&page));
+    // No link to a page that would only refuse.
+    assert!(
+        !text(&page).contains(r#"href="/leases""#),
+        "{}",
+        text(&page)
+    );
     let leases = b.get("/leases");
     assert_eq!(leases.status, 400, "{}", text(&leases));
     assert_eq!(

@@ -81,7 +81,9 @@ fn nav(viewer: &Viewer) -> Markup {
                 li { a href="/proposals" { "To confirm" } }
                 li { a href="/threads" { "Threads" } }
                 li { a href="/events" { "Events" } }
-                li { a href="/leases" { "Leases" } }
+                @if viewer.leases {
+                    li { a href="/leases" { "Leases" } }
+                }
                 @if viewer.can_act {
                     li { a href="/tokens" { "Tokens" } }
                 }

@@ -312,6 +312,9 @@ pub(crate) struct Viewer {
     /// True exactly for a human token: only a person acts through the web view;
     /// an agent's view is read only.
     pub(crate) can_act: bool,
+    /// Whether the forum offers leases (the coordination profile, SPEC §16): the
+    /// navigation links the leases page only then.
+    pub(crate) leases: bool,
     /// The session's CSRF token, for the hidden `csrf` field of every form.
     pub(crate) csrf: String,
     /// The refused form of the previous request, shown once.
@@ -345,6 +348,7 @@ impl Viewer {
             rights: vec!["read".into(), "write".into()],
             label: None,
             can_act: kind == "human",
+            leases: true,
             csrf: "csrf-for-test".into(),
             flash: None,
             token: "pt_test".into(),
@@ -397,6 +401,7 @@ impl Viewer {
                 .filter_map(|r| r.as_str().map(str::to_string))
                 .collect(),
             label: me["label"].as_str().map(str::to_string),
+            leases: app.forum.offers("get_leases"),
             csrf,
             flash: app.web.take_flash(&id),
             token,
