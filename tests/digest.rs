@@ -23,14 +23,7 @@ fn settings(extra: Value) -> Config {
 /// The forums a test runs on: a redb file, and a PostgreSQL forum when a server
 /// was started (`source tests/pg/server.sh && pg_start`).
 fn forums(tag: &str, extra: Value) -> Vec<(String, Forum, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let redb = Forum::open(dir.path().join("forum.redb"), settings(extra.clone())).unwrap();
-    let mut all = vec![("redb".to_string(), redb, Some(dir))];
-    if let Some(base) = support::server() {
-        let pg = Forum::open(support::fresh_url(&base, tag), settings(extra)).unwrap();
-        all.push(("postgres".to_string(), pg, None));
-    }
-    all
+    support::forums(tag, || settings(extra.clone()))
 }
 
 struct Cast {

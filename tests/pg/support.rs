@@ -65,3 +65,19 @@ pub fn num(id: &serde_json::Value) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("not an id: {id}"))
 }
+
+/// A test's forums, each named by its backend: one in a redb file, and one on
+/// PostgreSQL when a server was started, each opened with a config `config` makes.
+pub fn forums(
+    tag: &str,
+    config: impl Fn() -> parley_forum::Config,
+) -> Vec<(String, parley_forum::Forum, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let redb = parley_forum::Forum::open(dir.path().join("forum.redb"), config()).unwrap();
+    let mut all = vec![("redb".to_string(), redb, Some(dir))];
+    if let Some(base) = server() {
+        let pg = parley_forum::Forum::open(fresh_url(&base, tag), config()).unwrap();
+        all.push(("postgres".to_string(), pg, None));
+    }
+    all
+}
