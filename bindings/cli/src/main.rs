@@ -14,6 +14,7 @@ mod http;
 mod human;
 mod log;
 mod progress;
+mod provenance;
 mod reads;
 mod search;
 mod stdio;
@@ -167,6 +168,8 @@ enum Command {
     },
     #[command(flatten)]
     Coordination(coordination::Verb),
+    #[command(flatten)]
+    Provenance(provenance::Verb),
     /// Confirm a thread's proposed state (a mark of that state by a confirmer).
     Confirm(ActArgs),
     /// Close a thread; closed by a person, it is confirmed and so locked.
@@ -469,6 +472,7 @@ fn run(cli: Cli) -> CmdResult {
             verbs::proposals(here(false)?.calls(), token.as_deref(), json)
         }
         Command::Coordination(verb) => coordination::run(&here, verb),
+        Command::Provenance(verb) => provenance::run(&here, verb),
         Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
         Command::Close(a) => act(&here, a, &human::Act::Close),
         Command::Reopen(a) => act(&here, a, &human::Act::Reopen),

@@ -83,7 +83,7 @@ async fn read(app: App, headers: HeaderMap, query: RawQuery, op: &'static str) -
 /// A write whose arguments are the request's JSON body. These requests are small
 /// and rare next to posts, so the body is read before the token is judged; a body
 /// that cannot be read is answered only after the token.
-async fn write(
+pub(super) async fn write(
     app: App,
     headers: HeaderMap,
     body: Body,
@@ -136,7 +136,11 @@ fn arguments(bytes: &[u8]) -> Result<Value, Refusal> {
 
 /// `refusal`, unless the token is refused first (SPEC §12.1: the token is judged
 /// before anything else).
-async fn refusal_after_token(app: &App, token: Option<String>, refusal: Refusal) -> Response {
+pub(super) async fn refusal_after_token(
+    app: &App,
+    token: Option<String>,
+    refusal: Refusal,
+) -> Response {
     let forum = app.forum.clone();
     let judged = blocking(move || forum.call(token.as_deref(), "whoami", &Value::Null)).await;
     match judged {

@@ -28,6 +28,7 @@ mod connections;
 mod coordination;
 mod host;
 mod log;
+mod provenance;
 pub(crate) use log::tool_of;
 pub(crate) mod mcp;
 mod mcp_headers;
@@ -239,6 +240,7 @@ pub(crate) fn router(app: App) -> Router {
             "/v1/presence",
             get(coordination::presence).put(coordination::set_presence),
         )
+        .merge(provenance::routes())
         .merge(crate::web::routes())
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))

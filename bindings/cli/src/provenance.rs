@@ -1,0 +1,199 @@
+//! `parley artifact put|get`, `parley export-claim` and `parley import-claim`: the
+//! provenance profile (SPEC §18) from the command line, through the same generic
+//! call as every other verb.
+//!
+//! A bundle is written and read as the JSON of its DSSE envelope, so that
+//! `parley export-claim 12 > c.json` on one forum and `parley import-claim c.json`
+//! on another carry a claim across realms.
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use clap::Subcommand;
+use serde_json::{json, Map, Value};
+
+use crate::coordination::Here;
+use crate::reads::print_json;
+use crate::terminal::visible;
+use crate::token_arg::TokenArg;
+use crate::{CmdResult, Failure};
+
+/// The verbs of this module, flattened into the command line's.
+#[derive(Subcommand)]
+pub(crate) enum Verb {
+    /// Store a file as an artifact (content-addressed evidence) or read one back.
+    #[command(subcommand)]
+    Artifact(ArtifactCommand),
+    /// Print a claim as a signed bundle (a DSSE envelope) another realm can import.
+    ExportClaim {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The claim id (`c_12` or `12`).
+        claim: String,
+        /// Write the bundle to this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Import a claim of a trusted realm from its bundle (`-` reads standard input):
+    /// posts it as an assert of yours that carries its origin.
+    ImportClaim {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The bundle's file, or `-`.
+        file: String,
+        /// Post it in this thread [default: a new thread].
+        #[arg(long)]
+        thread: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ArtifactCommand {
+    /// Store FILE (`-` reads standard input) and print its ref (`sha256:…`).
+    Put {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The file, or `-`.
+        file: String,
+        /// Its media type [default: application/octet-stream].
+        #[arg(long, value_name = "TYPE")]
+        media_type: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write an artifact's bytes to standard output (or to FILE with -o).
+    Get {
+        #[command(flatten)]
+        auth: TokenArg,
+        /// The artifact's ref (`sha256:<64 hex>`).
+        reference: String,
+        /// Write the bytes to this file.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Print the raw result (the bytes in base64) as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs one of the verbs. The token and the input are read before the forum is opened.
+pub(crate) fn run(here: Here<'_>, verb: Verb) -> CmdResult {
+    match verb {
+        Verb::Artifact(ArtifactCommand::Put {
+            auth,
+            file,
+            media_type,
+            json,
+        }) => {
+            let token = auth.resolve()?;
+            let bytes = read_input(&file)?;
+            let mut args = Map::new();
+            let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+            args.insert("content_base64".into(), Value::String(content));
+            if let Some(media_type) = media_type {
+                args.insert("media_type".into(), Value::String(media_type));
+            }
+            let forum = here(false)?;
+            let result =
+                forum
+                    .calls()
+                    .call(token.as_deref(), "put_artifact", &Value::Object(args))?;
+            if json {
+                print_json(&result);
+            } else {
+                println!(
+                    "{}",
+                    visible(result["artifact"]["ref"].as_str().unwrap_or(""))
+                );
+            }
+            Ok(())
+        }
+        Verb::Artifact(ArtifactCommand::Get {
+            auth,
+            reference,
+            output,
+            json,
+        }) => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            let args = json!({ "ref": reference });
+            let result = forum
+                .calls()
+                .call(token.as_deref(), "get_artifact", &args)?;
+            if json {
+                print_json(&result);
+                return Ok(());
+            }
+            let content = result["content_base64"].as_str().unwrap_or("");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(content)
+                .map_err(|e| Failure::Other(format!("the artifact is not base64: {e}")))?;
+            write_output(output.as_ref(), &bytes)
+        }
+        Verb::ExportClaim {
+            auth,
+            claim,
+            output,
+        } => {
+            let token = auth.resolve()?;
+            let forum = here(false)?;
+            let args = json!({ "claim": claim });
+            let result = forum
+                .calls()
+                .call(token.as_deref(), "export_claim", &args)?;
+            let text = serde_json::to_string_pretty(&result["bundle"])
+                .map_err(|e| Failure::Other(e.to_string()))?;
+            write_output(output.as_ref(), format!("{text}\n").as_bytes())
+        }
+        Verb::ImportClaim { auth, file, thread } => {
+            let token = auth.resolve()?;
+            let bundle = read_bundle(&file)?;
+            let mut args = Map::new();
+            args.insert("bundle".into(), bundle);
+            if let Some(thread) = thread {
+                args.insert("thread".into(), Value::String(thread));
+            }
+            let forum = here(false)?;
+            let result =
+                forum
+                    .calls()
+                    .call(token.as_deref(), "import_claim", &Value::Object(args))?;
+            print_json(&result);
+            Ok(())
+        }
+    }
+}
+
+/// The bytes of FILE, or of standard input for `-`.
+pub(crate) fn read_input(file: &str) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    if file == "-" {
+        std::io::stdin().read_to_end(&mut bytes)?;
+    } else {
+        bytes = std::fs::read(file).map_err(|e| Failure::Other(format!("{file}: {e}")))?;
+    }
+    Ok(bytes)
+}
+
+/// A bundle's JSON from FILE or `-`. A file that is not JSON is refused here; its
+/// shape is judged by the forum (`bundle_invalid`).
+pub(crate) fn read_bundle(file: &str) -> Result<Value, Failure> {
+    let bytes = read_input(file)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Failure::Other(format!("the bundle in {file} is not valid JSON: {e}")))
+}
+
+fn write_output(output: Option<&PathBuf>, bytes: &[u8]) -> CmdResult {
+    match output {
+        Some(path) => std::fs::write(path, bytes)
+            .map_err(|e| Failure::Other(format!("{}: {e}", path.display()))),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
