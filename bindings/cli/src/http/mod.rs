@@ -59,6 +59,7 @@ pub(crate) use connections::{fit_to_descriptors, Limits};
 pub(crate) use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
+pub(crate) use provenance::raw_response as raw_artifact;
 pub(crate) use rest::too_many_waits;
 pub(crate) use waits::default_share;
 

@@ -78,6 +78,7 @@ pub(super) async fn page(
             " · " (render::time(&claim["created_at"]))
             @if !claim["valid_until"].is_null() { " · valid until " (render::time(&claim["valid_until"])) }
         }
+        (provenance(&claim))
         @if let Some(refuted) = claim["refutes"].as_str() {
             p #refutes { "This claim refutes " a href={ "/claims/" (refuted) } { (refuted) } "." }
         }
@@ -125,6 +126,35 @@ pub(super) async fn page(
         }
     };
     super::page(&viewer, &title, &live, content)
+}
+
+/// The provenance of a claim (SPEC §18): its quorum (`have/needed` distinct
+/// verifiers) and, for a claim imported from another realm, where it comes from.
+/// Nothing for a forum without the profile (the fields are absent).
+fn provenance(claim: &Value) -> Markup {
+    let quorum = &claim["quorum"];
+    let origin = &claim["imported"];
+    html! {
+        @if quorum.is_object() {
+            p #claim-quorum data-have=(quorum["have"]) data-needed=(quorum["needed"]) {
+                "Quorum: " span.quorum { (quorum["have"]) "/" (quorum["needed"]) }
+                " distinct verifiers"
+            }
+        }
+        @if origin.is_object() {
+            section #imported aria-labelledby="imported-title" {
+                h2 #imported-title { "Imported from another realm" }
+                dl {
+                    dt { "Realm" } dd.realm { (text(origin, "realm")) }
+                    dt { "Original claim" } dd.original { (text(origin, "claim")) }
+                    dt { "Status at export" }
+                    dd.status-at-export data-status=(text(origin, "status")) { (text(origin, "status")) }
+                    dt { "Exported" } dd.exported-at { (render::time(&origin["exported_at"])) }
+                    dt { "Signed by" } dd { code.key { (text(origin, "key")) } }
+                }
+            }
+        }
+    }
 }
 
 /// The counter-claims against `claim`, each with those against it, reading at most
@@ -194,5 +224,31 @@ fn counter_item(thread: &str, counter: &Counter) -> Markup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quorum_and_origin_show_only_when_the_claim_has_them() {
+        assert_eq!(provenance(&json!({"status": "open"})).into_string(), "");
+        let claim = json!({
+            "quorum": {"needed": 2, "have": 1},
+            "imported": {"realm": "acme<b>", "claim": "c_7", "status": "verified",
+                         "exported_at": "2026-12-05T12:00:00Z", "key": "ed25519:AAAA"},
+        });
+        let html = provenance(&claim).into_string();
+        assert!(
+            html.contains(r#"<span class="quorum">1/2</span>"#),
+            "{html}"
+        );
+        assert!(html.contains("acme&lt;b&gt;"), "{html}");
+        assert!(html.contains(r#"data-status="verified""#), "{html}");
+        assert!(
+            html.contains("ed25519:AAAA") && html.contains("c_7"),
+            "{html}"
+        );
     }
 }

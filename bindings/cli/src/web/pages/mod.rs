@@ -8,6 +8,7 @@
 //! to tell it when it is out of date (see `live`), and works as a plain page
 //! without JavaScript.
 
+mod artifact;
 mod claim;
 mod events;
 mod inbox;
@@ -39,6 +40,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/threads", get(threads::page))
         .route("/threads/{id}", get(thread::page))
         .route("/claims/{id}", get(claim::page))
+        .route("/artifacts/{ref}", get(artifact::bytes))
         .route("/events", get(events::page))
         .route("/search", get(search::page))
         .route("/leases", get(leases::page))

@@ -133,6 +133,9 @@ pub(super) fn evidence_item(item: &Value) -> Markup {
         span.evidence-kind { (kind) } ": "
         @if kind == "url" && is_web_url(reference) {
             a.evidence-ref href=(reference) rel="noopener noreferrer nofollow" { (reference) }
+        } @else if kind == "artifact" && super::artifact::is_stored_ref(reference) {
+            // The forum holds these bytes (SPEC §18.1): a download, never a page.
+            a.evidence-ref.artifact href={ "/artifacts/" (reference) } download { (reference) }
         } @else {
             code.evidence-ref { (reference) }
         }
@@ -210,6 +213,19 @@ mod tests {
         let script = script.into_string();
         assert!(!script.contains("href"), "{script}");
         assert!(script.contains("<code"), "{script}");
+    }
+
+    #[test]
+    fn a_stored_artifact_is_a_download_link() {
+        let stored = format!("sha256:{}", "0a".repeat(32));
+        let html = evidence_item(&json!({"kind": "artifact", "ref": stored})).into_string();
+        assert!(
+            html.contains(&format!(r#"href="/artifacts/{stored}""#)),
+            "{html}"
+        );
+        assert!(html.contains("download"), "{html}");
+        let other = evidence_item(&json!({"kind": "artifact", "ref": "git:abc"})).into_string();
+        assert!(!other.contains("href"), "{other}");
     }
 
     #[test]
