@@ -67,6 +67,11 @@ struct Cli {
     #[arg(long, global = true, env = "PARLEY_SETTINGS")]
     settings: Option<String>,
 
+    /// Trust a realm's signed claims (SPEC §18.3): `REALM=ed25519:KEY`, repeatable,
+    /// added to the `trusted_realms` of --settings (a realm named in both: this key).
+    #[arg(long = "trust", global = true, value_name = "REALM=KEY")]
+    trust: Vec<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -396,7 +401,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> CmdResult {
-    let config = || settings(cli.settings.as_deref());
+    let config = || settings(cli.settings.as_deref(), &cli.trust);
     // The running server of the file when its admin channel answers, else the file.
     let here = |create: bool| -> Result<Target, Failure> { target(&cli.db, config()?, create) };
     match cli.command {
@@ -612,14 +617,17 @@ fn http_options(args: ServeArgs) -> Result<http::Options, Failure> {
 }
 
 /// The settings of `--settings`/`PARLEY_SETTINGS`, or the defaults.
-fn settings(json: Option<&str>) -> Result<Config, Failure> {
-    let mut config = match json {
+fn settings(json: Option<&str>, trust: &[String]) -> Result<Config, Failure> {
+    let value = match json {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?,
+        ),
+    };
+    let mut config = match provenance::with_trust(value, trust)? {
         None => Config::default(),
-        Some(text) => {
-            let value: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?;
-            Config::from_json(&value)?
-        }
+        Some(value) => Config::from_json(&value)?,
     };
     config.progress = Some(progress::on_stderr());
     Ok(config)

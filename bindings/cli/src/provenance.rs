@@ -166,6 +166,45 @@ pub(crate) fn run(here: Here<'_>, verb: Verb) -> CmdResult {
     }
 }
 
+/// The settings with each `--trust REALM=KEY` added to their `trusted_realms`. With
+/// no `--trust`, the settings as given (a forum without the provenance profile
+/// never sees the key).
+pub(crate) fn with_trust(
+    settings: Option<Value>,
+    trust: &[String],
+) -> Result<Option<Value>, Failure> {
+    if trust.is_empty() {
+        return Ok(settings);
+    }
+    let mut settings = settings.unwrap_or_else(|| json!({}));
+    let Some(object) = settings.as_object_mut() else {
+        return Err(Failure::Other("--settings must be a JSON object".into()));
+    };
+    let realms = object.entry("trusted_realms").or_insert_with(|| json!({}));
+    let Some(realms) = realms.as_object_mut() else {
+        return Err(Failure::Other(
+            "trusted_realms in --settings must be an object of realm to key".into(),
+        ));
+    };
+    for pair in trust {
+        let (realm, key) = trust_pair(pair)?;
+        realms.insert(realm.to_string(), Value::String(key.to_string()));
+    }
+    Ok(Some(settings))
+}
+
+/// `REALM=KEY`, both non-empty.
+pub(crate) fn trust_pair(pair: &str) -> Result<(&str, &str), Failure> {
+    match pair.split_once('=') {
+        Some((realm, key)) if !realm.trim().is_empty() && !key.trim().is_empty() => {
+            Ok((realm.trim(), key.trim()))
+        }
+        _ => Err(Failure::Other(format!(
+            "--trust {pair}: expected REALM=KEY (e.g. acme=ed25519:…)"
+        ))),
+    }
+}
+
 /// The bytes of FILE, or of standard input for `-`.
 pub(crate) fn read_input(file: &str) -> Result<Vec<u8>, Failure> {
     let mut bytes = Vec::new();
@@ -195,5 +234,30 @@ fn write_output(output: Option<&PathBuf>, bytes: &[u8]) -> CmdResult {
             out.flush()?;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_is_added_to_the_settings_trusted_realms() {
+        assert_eq!(with_trust(None, &[]).unwrap(), None);
+        let given = json!({"limits": {"verify_quorum": 2}, "trusted_realms": {"a": "ed25519:A", "b": "ed25519:B"}});
+        let trust = ["b=ed25519:B2".to_string(), "c = ed25519:C".to_string()];
+        let merged = with_trust(Some(given), &trust).unwrap().unwrap();
+        assert_eq!(
+            merged,
+            json!({"limits": {"verify_quorum": 2},
+                   "trusted_realms": {"a": "ed25519:A", "b": "ed25519:B2", "c": "ed25519:C"}})
+        );
+        let alone = with_trust(None, &trust[..1]).unwrap().unwrap();
+        assert_eq!(alone, json!({"trusted_realms": {"b": "ed25519:B2"}}));
+        for bad in ["acme", "=ed25519:K", "acme=", ""] {
+            assert!(with_trust(None, &[bad.to_string()]).is_err(), "{bad}");
+        }
+        assert!(with_trust(Some(json!([1])), &trust).is_err());
+        assert!(with_trust(Some(json!({"trusted_realms": 1})), &trust).is_err());
     }
 }
