@@ -48,6 +48,8 @@ const EXIT_STATE_CHANGED: u8 = 4;
     after_help = "Exit status: 0 on success, 3 when the forum refused the request (the reason is printed), \
                   4 when an act was refused because the thread's state changed (state_changed), \
                   5 when `lease check` finds a path leased by another identity, \
+                  6 when `verify-bundle` finds a bundle malformed or tampered (bundle_invalid), \
+                  7 when its realm is not trusted or its signature does not verify (realm_untrusted), \
                   2 for a command line that cannot be parsed, 1 on any other error."
 )]
 struct Cli {
@@ -315,6 +317,8 @@ enum Failure {
     StateChanged(String),
     /// `lease check` found paths leased by another identity (exit 5); one line each.
     Held(String),
+    /// A failure with an exit code of its own (`verify-bundle`: 6 or 7).
+    Exit(u8, String),
     /// Anything else (exit 1).
     Other(String),
 }
@@ -393,6 +397,10 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_STATE_CHANGED)
         }
         Err(Failure::Held(lines)) => coordination::held(&lines),
+        Err(Failure::Exit(code, line)) => {
+            eprintln!("parley: {}", terminal::visible(&line));
+            ExitCode::from(code)
+        }
         Err(Failure::Other(line)) => {
             eprintln!("parley: error: {}", terminal::visible(&line));
             ExitCode::FAILURE
@@ -477,7 +485,9 @@ fn run(cli: Cli) -> CmdResult {
             verbs::proposals(here(false)?.calls(), token.as_deref(), json)
         }
         Command::Coordination(verb) => coordination::run(&here, verb),
-        Command::Provenance(verb) => provenance::run(&here, verb),
+        Command::Provenance(verb) => {
+            provenance::run(&here, verb, (cli.settings.as_deref(), &cli.trust))
+        }
         Command::Confirm(a) => act(&here, a, &human::Act::Confirm),
         Command::Close(a) => act(&here, a, &human::Act::Close),
         Command::Reopen(a) => act(&here, a, &human::Act::Reopen),

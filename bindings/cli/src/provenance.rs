@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use clap::Subcommand;
+use parley_forum::provenance::{self, BundleError, TrustedRealms};
 use serde_json::{json, Map, Value};
 
 use crate::coordination::Here;
@@ -34,6 +35,17 @@ pub(crate) enum Verb {
         /// Write the bundle to this file instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Check a bundle offline, without a forum, against the realms of --trust (and
+    /// of --settings' trusted_realms); print its claim and status. Exit 6 when the
+    /// bundle is malformed or tampered, 7 when its realm is not trusted or its
+    /// signature does not verify.
+    VerifyBundle {
+        /// The bundle's file, or `-`.
+        file: String,
+        /// Print what was verified as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Import a claim of a trusted realm from its bundle (`-` reads standard input):
     /// posts it as an assert of yours that carries its origin.
@@ -79,8 +91,9 @@ pub(crate) enum ArtifactCommand {
 }
 
 /// Runs one of the verbs. The token and the input are read before the forum is opened.
-pub(crate) fn run(here: Here<'_>, verb: Verb) -> CmdResult {
+pub(crate) fn run(here: Here<'_>, verb: Verb, settings: (Option<&str>, &[String])) -> CmdResult {
     match verb {
+        Verb::VerifyBundle { file, json } => verify(&file, json, settings),
         Verb::Artifact(ArtifactCommand::Put {
             auth,
             file,
@@ -164,6 +177,72 @@ pub(crate) fn run(here: Here<'_>, verb: Verb) -> CmdResult {
             Ok(())
         }
     }
+}
+
+/// Exit code of `verify-bundle` for a bundle that is malformed or tampered.
+pub(crate) const EXIT_BUNDLE_INVALID: u8 = 6;
+/// Exit code of `verify-bundle` for a realm not trusted or a signature that fails.
+pub(crate) const EXIT_REALM_UNTRUSTED: u8 = 7;
+
+/// `parley verify-bundle FILE`: the same check as `import_claim`'s, offline.
+fn verify(file: &str, json: bool, (settings, trust): (Option<&str>, &[String])) -> CmdResult {
+    let trusted = trusted_realms(settings, trust)?;
+    let bytes = read_input(file)?;
+    let claim = match provenance::verify_bundle(&bytes, &trusted) {
+        Ok(claim) => claim,
+        Err(err) => {
+            let code = match err {
+                BundleError::Invalid(_) => EXIT_BUNDLE_INVALID,
+                BundleError::Untrusted(_) => EXIT_REALM_UNTRUSTED,
+            };
+            return Err(Failure::Exit(code, err.to_string()));
+        }
+    };
+    if json {
+        print_json(&json!({
+            "realm": claim.realm, "claim": claim.claim_id, "text": claim.text,
+            "status": claim.status, "exported_at": claim.exported_at, "key": claim.key,
+            "digest": claim.digest,
+        }));
+        return Ok(());
+    }
+    let text = format!(
+        "verified: {}/{} signed by {}\nstatus at export: {} (exported {})\n{}\n",
+        claim.realm, claim.claim_id, claim.key, claim.status, claim.exported_at, claim.text
+    );
+    print!("{}", visible(&text));
+    Ok(())
+}
+
+/// The realms trusted offline: --settings' `trusted_realms` with --trust added.
+fn trusted_realms(settings: Option<&str>, trust: &[String]) -> Result<TrustedRealms, Failure> {
+    let settings = match settings {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| Failure::Other(format!("--settings is not valid JSON: {e}")))?,
+        ),
+    };
+    let merged = with_trust(settings, trust)?.unwrap_or(Value::Null);
+    let mut pairs = Vec::new();
+    match &merged["trusted_realms"] {
+        Value::Null => {}
+        Value::Object(realms) => {
+            for (realm, key) in realms {
+                let key = key.as_str().ok_or_else(|| {
+                    Failure::Other(format!("the key of realm {realm} is not a string"))
+                })?;
+                pairs.push((realm.as_str(), key));
+            }
+        }
+        _ => {
+            return Err(Failure::Other(
+                "trusted_realms in --settings must be an object of realm to key".into(),
+            ))
+        }
+    }
+    TrustedRealms::parse(pairs)
+        .map_err(|(realm, err)| Failure::Other(format!("the key of realm {realm}: {err}")))
 }
 
 /// The settings with each `--trust REALM=KEY` added to their `trusted_realms`. With

@@ -1,12 +1,19 @@
 //! The provenance verbs of the built `parley` (SPEC §18): `artifact put|get`,
 //! `export-claim`, `import-claim` and `--trust REALM=KEY`; here, what the command
-//! line itself refuses before any forum is asked.
+//! line itself refuses before any forum is asked, and `verify-bundle` offline on
+//! bundles made by the library's exporter (then tampered with).
 
 mod common;
 
 use std::process::Output;
 
 use common::TempForum;
+use parley_forum::provenance::{export_bundle, RealmSecret};
+use serde_json::{json, Value};
+
+/// Exit codes of `verify-bundle`.
+const INVALID: i32 = 6;
+const UNTRUSTED: i32 = 7;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -46,4 +53,111 @@ fn unreadable_input_is_refused_before_the_forum_is_opened() {
     failed(&out, "missing.bin");
     let out = forum.run_as(&token, &["import-claim", missing.to_str().unwrap()]);
     failed(&out, "missing.bin");
+}
+
+fn bundle(secret: &RealmSecret) -> Value {
+    let claim = json!({"id": "cl_7", "text": "the build is green", "status": "verified",
+                       "quorum": {"needed": 1, "have": 1}});
+    export_bundle(secret, "acme", &claim, "2026-12-05T12:00:00Z")
+}
+
+/// `parley verify-bundle FILE ARGS…` on `bundle` written to a file.
+fn verify(forum: &TempForum, bundle: &str, args: &[&str]) -> Output {
+    let file = forum.dir.path().join("bundle.json");
+    std::fs::write(&file, bundle).unwrap();
+    let mut all = vec!["verify-bundle", file.to_str().unwrap()];
+    all.extend_from_slice(args);
+    forum.run(&all)
+}
+
+#[test]
+fn verify_bundle_checks_offline_and_says_why_by_its_exit_code() {
+    // No forum file at all: the check needs none.
+    let forum = TempForum::new();
+    let acme = RealmSecret::from_seed(&[7; 32]);
+    let other = RealmSecret::from_seed(&[8; 32]);
+    let trust = format!("acme={}", acme.public());
+    let good = bundle(&acme).to_string();
+
+    let out = verify(&forum, &good, &["--trust", &trust]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("acme/cl_7") && text.contains("status at export: verified"),
+        "{text}"
+    );
+    let out = verify(&forum, &good, &["--trust", &trust, "--json"]);
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (seen["realm"].as_str(), seen["status"].as_str()),
+        (Some("acme"), Some("verified"))
+    );
+    assert_eq!(seen["key"], acme.public().to_string());
+    assert!(!forum.db.exists(), "verify-bundle made a forum");
+
+    // The same trust from --settings' trusted_realms.
+    let settings = json!({"trusted_realms": {"acme": acme.public().to_string()}}).to_string();
+    let out = verify(&forum, &good, &["--settings", &settings]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Untrusted: no trust, another realm trusted, or signed by another key.
+    let out = verify(&forum, &good, &[]);
+    assert_eq!(out.status.code(), Some(UNTRUSTED), "{}", stderr(&out));
+    assert!(stderr(&out).contains("realm_untrusted"), "{}", stderr(&out));
+    let elsewhere = format!("globex={}", acme.public());
+    assert_eq!(
+        verify(&forum, &good, &["--trust", &elsewhere])
+            .status
+            .code(),
+        Some(UNTRUSTED)
+    );
+    let forged = bundle(&other).to_string();
+    assert_eq!(
+        verify(&forum, &forged, &["--trust", &trust]).status.code(),
+        Some(UNTRUSTED)
+    );
+
+    // Invalid: a flipped byte of the payload, a statement that is not canonical,
+    // something that is not a bundle.
+    let mut flipped = bundle(&acme);
+    let payload = flipped["payload"].as_str().unwrap().to_string();
+    let mut bytes = payload.into_bytes();
+    bytes[20] = if bytes[20] == b'A' { b'B' } else { b'A' };
+    flipped["payload"] = Value::String(String::from_utf8(bytes).unwrap());
+    let out = verify(&forum, &flipped.to_string(), &["--trust", &trust]);
+    assert_eq!(out.status.code(), Some(INVALID), "{}", stderr(&out));
+    let out = verify(&forum, "{}", &["--trust", &trust]);
+    assert_eq!(out.status.code(), Some(INVALID), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bundle_invalid"), "{}", stderr(&out));
+
+    // A key that is not a key is an error of the command line (1).
+    failed(
+        &verify(&forum, &good, &["--trust", "acme=ed25519:nope"]),
+        "realm acme",
+    );
+}
+
+#[test]
+fn verify_bundle_reads_standard_input() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let forum = TempForum::new();
+    let acme = RealmSecret::from_seed(&[7; 32]);
+    let trust = format!("acme={}", acme.public());
+    let mut child = forum
+        .command(&["verify-bundle", "-", "--trust", &trust])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let good = bundle(&acme).to_string();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(good.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
