@@ -84,6 +84,7 @@ impl Forum {
             "parley": "1",
             "server": { "name": "parley", "version": VERSION },
             "realm": config.realm,
+            "realm_key": self.realm_key().to_string(),
             "acts": core,
             "states": {
                 "forward": State::FORWARD.map(State::as_str),

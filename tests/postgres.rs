@@ -110,6 +110,7 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
              DROP TABLE presence;
              DROP TABLE leases;
              DELETE FROM parley_meta WHERE key = 'lease_last';
+             DROP TABLE realm_key;
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
@@ -206,7 +207,7 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
         )
         .expect("reads")
         .get(0);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let tables: Vec<String> = client
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1",
@@ -221,6 +222,7 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
     assert!(tables.contains(&"changes".to_string()), "{tables:?}");
     assert!(tables.contains(&"presence".to_string()), "{tables:?}");
     assert!(tables.contains(&"leases".to_string()), "{tables:?}");
+    assert!(tables.contains(&"realm_key".to_string()), "{tables:?}");
     // The coordination profile's tables work on the migrated forum.
     let leased = forum
         .call(Some(&token), "lease", &json!({ "resource": "src/" }))
@@ -663,8 +665,12 @@ fn without_cursors(v: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
+                    // Cursors are signed with each forum's own secret, and each
+                    // forum has its own realm key (SPEC §18.3).
                     let v = if k == "cursor" && v.is_string() {
                         json!("<cursor>")
+                    } else if k == "realm_key" && v.is_string() {
+                        json!("<realm key>")
                     } else {
                         without_cursors(v)
                     };

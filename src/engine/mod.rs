@@ -57,6 +57,9 @@ pub struct Forum {
     /// When keyed posts next forget expired keys (ms).
     next_purge: std::sync::atomic::AtomicI64,
     pub(crate) watch: std::sync::Arc<listen::Watch>,
+    /// The realm key pair (SPEC §18.3). Not in `Debug`: the forum's Debug shows
+    /// its config only.
+    pub(crate) realm_secret: crate::provenance::RealmSecret,
 }
 
 impl std::fmt::Debug for Forum {
@@ -158,7 +161,15 @@ impl Forum {
                 watch.ring();
             }
         }));
+        // A backend that keeps no key pair signs with one that lives as long as
+        // the forum (`Store::realm_secret`).
+        let realm_secret = match store.realm_secret() {
+            Some(secret) => secret,
+            None => crate::provenance::RealmSecret::generate()
+                .map_err(|e| Error::storage(format!("OS random source: {e}")))?,
+        };
         Ok(Forum {
+            realm_secret,
             callers: tokens::CallerCache::new(!store.shared()),
             store,
             config,
@@ -174,6 +185,13 @@ impl Forum {
     /// should make calls only where blocking is allowed (not on an async worker).
     pub fn is_shared(&self) -> bool {
         self.store.shared()
+    }
+
+    /// The public half of the forum's realm key (SPEC §18.3), made when the forum
+    /// was created and kept in it; `to_string()` gives its text form
+    /// `ed25519:<base64url>`, as the manifest shows it.
+    pub fn realm_key(&self) -> crate::provenance::RealmKey {
+        self.realm_secret.public()
     }
 
     /// The settings the forum was opened with.

@@ -89,7 +89,6 @@ impl RealmSecret {
     }
 
     /// The 32-byte seed, to store in the forum; crate-private on purpose.
-    #[allow(dead_code)] // read by the stores that keep the key
     pub(crate) fn seed(&self) -> [u8; 32] {
         self.0.to_bytes()
     }

@@ -228,6 +228,12 @@ pub trait Store: Send + Sync {
     fn write(&self) -> Result<Box<dyn WriteTx + '_>>;
     /// A 64-bit secret of this forum, for signing cursors.
     fn cursor_key(&self) -> u64;
+    /// The forum's realm key pair (SPEC §18.3), kept in the store. A backend that
+    /// keeps none returns `None`; the forum then signs with a pair of its own,
+    /// made when it opens and lost when it closes.
+    fn realm_secret(&self) -> Option<crate::provenance::RealmSecret> {
+        None
+    }
     /// Whether other engines may write to the same forum at once. The engine then
     /// keeps no cache of what they may change (the callers of tokens).
     fn shared(&self) -> bool {

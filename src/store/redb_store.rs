@@ -26,6 +26,7 @@ use crate::config::{Durability, Progress};
 use crate::error::{Error, Result};
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
+use crate::provenance::RealmSecret;
 
 /// Thread records kept after a post, at most this many.
 const CACHED_THREADS: usize = 4096;
@@ -64,6 +65,7 @@ pub(crate) struct RedbStore {
     threads: ThreadCache,
     durability: Durability,
     cursor_key: u64,
+    realm_secret: RealmSecret,
 }
 
 impl RedbStore {
@@ -172,6 +174,7 @@ impl RedbStore {
         // here, empty, and an older release never reads them.
         txn.open_table(PRESENCE).or_storage()?;
         txn.open_table(LEASES).or_storage()?;
+        let realm_secret = realm_secret(&txn)?;
         txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.
         blocks::migrate(&db, progress)?;
@@ -191,6 +194,7 @@ impl RedbStore {
             threads: Mutex::new(HashMap::new()),
             durability,
             cursor_key,
+            realm_secret,
         })
     }
 
@@ -336,6 +340,31 @@ impl Store for RedbStore {
     fn cursor_key(&self) -> u64 {
         self.cursor_key
     }
+
+    fn realm_secret(&self) -> Option<RealmSecret> {
+        Some(self.realm_secret.clone())
+    }
+}
+
+/// The forum's realm key, made now if the file has none (a new file, or one
+/// written before SPEC §18.3). Added without a new schema version: an older
+/// release never reads the table.
+fn realm_secret(txn: &redb::WriteTransaction) -> Result<RealmSecret> {
+    let mut table = txn.open_table(REALM_KEY).or_storage()?;
+    if let Some(seed) = table.get(REALM_SEED).or_storage()? {
+        if let Ok(seed) = <[u8; 32]>::try_from(seed.value()) {
+            return Ok(RealmSecret::from_seed(&seed));
+        }
+        return Err(Error::storage(
+            "the realm key is damaged (not 32 bytes)".to_owned(),
+        ));
+    }
+    let secret =
+        RealmSecret::generate().map_err(|e| Error::storage(format!("OS random source: {e}")))?;
+    table
+        .insert(REALM_SEED, secret.seed().as_slice())
+        .or_storage()?;
+    Ok(secret)
 }
 
 /// A read snapshot. The transaction is dropped before the database it came from.

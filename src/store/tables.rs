@@ -57,6 +57,14 @@ pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
 
 /// (identity, extension or `""` for none) → presence record (SPEC §16.1). An
 /// extension is never empty, so `""` is free to mean "none", and sorts first.
+/// The realm key pair (SPEC §18.3): `"ed25519_seed"` → the 32-byte Ed25519 seed.
+/// Made when the forum is created, or on the first open of an older file. The
+/// file is its owner's only (mode 0600, `super::file`); the seed leaves the store
+/// only as a `RealmSecret`, which never shows it.
+pub(super) const REALM_KEY: TableDefinition<&str, &[u8]> = TableDefinition::new("realm_key");
+/// The entry of [`REALM_KEY`] that holds the seed.
+pub(super) const REALM_SEED: &str = "ed25519_seed";
+
 pub(super) const PRESENCE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("presence");
 /// Lease id → lease record (SPEC §16.2), while the lease may be active: a release
 /// removes it, and so does a later lease write once it expired. Ids are counted in

@@ -35,11 +35,13 @@ use conn::{Pool, Target};
 use super::{ReadTx, Store, WriteTx};
 use crate::config::Durability;
 use crate::error::Result;
+use crate::provenance::RealmSecret;
 
 /// A forum stored in PostgreSQL.
 pub struct PgStore {
     pool: Arc<Pool>,
     cursor_key: u64,
+    realm_secret: RealmSecret,
     listener: listen::Listener,
 }
 
@@ -72,7 +74,7 @@ impl PgStore {
     fn open_in(url: &str, durability: Durability, create: bool) -> Result<Self> {
         let target = Target::parse(url, durability)?;
         let pool = Arc::new(Pool::new(target)?);
-        let cursor_key = {
+        let (cursor_key, realm_secret) = {
             let mut conn = pool.take()?;
             schema::prepare(&mut conn, create)?
         };
@@ -80,6 +82,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             cursor_key,
+            realm_secret,
             listener,
         })
     }
@@ -99,6 +102,10 @@ impl Store for PgStore {
 
     fn cursor_key(&self) -> u64 {
         self.cursor_key
+    }
+
+    fn realm_secret(&self) -> Option<RealmSecret> {
+        Some(self.realm_secret.clone())
     }
 
     fn shared(&self) -> bool {

@@ -2,6 +2,7 @@
 
 use super::conn::Pooled;
 use crate::error::{Error, Result};
+use crate::provenance::RealmSecret;
 
 /// Each entry takes the schema from the version of its index to the next. A
 /// database whose version is past the end was written by a newer release and is
@@ -70,14 +71,20 @@ const MIGRATIONS: &[&str] = &[
                             rec bytea NOT NULL, PRIMARY KEY (identity, extension));
      CREATE TABLE leases (id bigint PRIMARY KEY, rec bytea NOT NULL);
      INSERT INTO parley_meta (key, value) VALUES ('lease_last', 0);",
+    // Version 6: the realm key pair (SPEC §18.3), its 32-byte Ed25519 seed under
+    // the name 'ed25519_seed', made by the first engine that opens the forum
+    // (`realm_secret`). Like every table of the forum, readable by the roles the
+    // database grants it to, and by no view or response.
+    "CREATE TABLE realm_key (name text COLLATE \"C\" PRIMARY KEY, seed bytea NOT NULL);",
 ];
 
 /// The schema version this release writes.
 pub(super) const SCHEMA_VERSION: u64 = MIGRATIONS.len() as u64;
 
 /// Migrates the forum's schema, creating it first when `create` is set (a forum
-/// that is not there is otherwise refused, nothing created); returns its cursor key.
-pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<u64> {
+/// that is not there is otherwise refused, nothing created); returns its cursor
+/// key and its realm key pair.
+pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<(u64, RealmSecret)> {
     let (target_schema, lock, shown) = {
         let t = pooled.target();
         (t.schema.clone(), t.lock, t.shown.clone())
@@ -135,7 +142,7 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<u64> {
                 k
             }
         };
-        Ok(key)
+        Ok((key, realm_secret(conn)?))
     })();
     match result {
         Ok(key) => {
@@ -149,6 +156,29 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<u64> {
             Err(e)
         }
     }
+}
+
+/// The forum's realm key: a new pair is offered if absent, and whatever row is
+/// there afterwards is read back, so that engines racing to make it agree (the
+/// advisory lock serialises `prepare` already; the insert-if-absent keeps that
+/// true without it).
+fn realm_secret(conn: &mut super::conn::Conn) -> Result<RealmSecret> {
+    let offered =
+        RealmSecret::generate().map_err(|e| Error::storage(format!("OS random source: {e}")))?;
+    conn.exec(
+        "INSERT INTO realm_key (name, seed) VALUES ('ed25519_seed', $1) ON CONFLICT (name) DO NOTHING",
+        &[&offered.seed().as_slice()],
+    )?;
+    let row = conn
+        .row(
+            "SELECT seed FROM realm_key WHERE name = 'ed25519_seed'",
+            &[],
+        )?
+        .ok_or_else(|| Error::storage("the realm key is missing after it was made".to_owned()))?;
+    let seed: Vec<u8> = row.get(0);
+    let seed = <[u8; 32]>::try_from(seed.as_slice())
+        .map_err(|_| Error::storage("the realm key is damaged (not 32 bytes)".to_owned()))?;
+    Ok(RealmSecret::from_seed(&seed))
 }
 
 fn meta(conn: &mut super::conn::Conn, key: &str) -> Result<Option<u64>> {
