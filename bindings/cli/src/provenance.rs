@@ -36,6 +36,13 @@ pub(crate) enum Verb {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Print this forum's realm key (`ed25519:…`), the public half that other
+    /// forums trust with `--trust REALM=KEY`.
+    RealmKey {
+        /// Print `{"realm_key"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a bundle offline, without a forum, against the realms of --trust (and
     /// of --settings' trusted_realms); print its claim and status. Exit 6 when the
     /// bundle is malformed or tampered, 7 when its realm is not trusted or its
@@ -94,6 +101,21 @@ pub(crate) enum ArtifactCommand {
 pub(crate) fn run(here: Here<'_>, verb: Verb, settings: (Option<&str>, &[String])) -> CmdResult {
     match verb {
         Verb::VerifyBundle { file, json } => verify(&file, json, settings),
+        Verb::RealmKey { json } => {
+            // The manifest shows the key to anyone (SPEC §18.3): no token needed.
+            let manifest = here(false)?
+                .calls()
+                .call(None, "get_manifest", &Value::Null)?;
+            let Some(key) = manifest["realm_key"].as_str() else {
+                return Err(Failure::Other("this forum shows no realm key".into()));
+            };
+            if json {
+                print_json(&json!({ "realm_key": key }));
+            } else {
+                println!("{}", visible(key));
+            }
+            Ok(())
+        }
         Verb::Artifact(ArtifactCommand::Put {
             auth,
             file,

@@ -161,3 +161,24 @@ fn verify_bundle_reads_standard_input() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn realm_key_prints_the_forums_public_key_the_same_each_time() {
+    let forum = TempForum::new();
+    forum.token("alice", &["--rights", "read"]);
+    let out = forum.run(&["realm-key"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(key.starts_with("ed25519:") && key.len() == 8 + 43, "{key}");
+    let again: Value = serde_json::from_slice(&forum.run(&["realm-key", "--json"]).stdout).unwrap();
+    assert_eq!(again["realm_key"], key.as_str());
+    // Through a running server's admin channel: the same key.
+    let server = common::Server::start(&forum.db, None, &[]);
+    let through = forum.run(&["realm-key"]);
+    assert_eq!(String::from_utf8(through.stdout).unwrap().trim(), key);
+    drop(server);
+    // No forum there: an error, and none is made.
+    let empty = TempForum::new();
+    failed(&empty.run(&["realm-key"]), "no forum");
+    assert!(!empty.db.exists());
+}
