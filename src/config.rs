@@ -1,5 +1,6 @@
 //! Forum settings: realm, limits (SPEC §9), profiles, durability and the clock.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -202,6 +203,11 @@ pub struct Config {
     pub clock: Clock,
     /// Told how a migration on open goes; `None` (the default) says nothing.
     pub progress: Option<Progress>,
+    /// The other realms whose signed claims this forum imports (SPEC §18.3), each
+    /// with its key's text `ed25519:<base64url>`; checked when the forum opens. A
+    /// forum also trusts its own realm, with its own key (which wins over an
+    /// entry here for that realm).
+    pub trusted_realms: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -217,6 +223,7 @@ impl Default for Config {
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
             progress: None,
+            trusted_realms: BTreeMap::new(),
         }
     }
 }
@@ -232,6 +239,7 @@ impl std::fmt::Debug for Config {
             .field("coordination", &self.coordination)
             .field("provenance", &self.provenance)
             .field("durability", &self.durability)
+            .field("trusted_realms", &self.trusted_realms)
             .finish_non_exhaustive()
     }
 }
@@ -247,8 +255,8 @@ impl Config {
     /// ```json
     /// { "realm": "ainotes", "limits": { "body_max_chars": 500, "progress_max_messages": 24 },
     ///   "profiles": ["dialectic", "listen", "guards", "coordination", "provenance"],
-    ///   "durable": true,
-    ///   "clock": "2026-11-30T12:00:00.000Z" }
+    ///   "durable": true, "clock": "2026-11-30T12:00:00.000Z",
+    ///   "trusted_realms": { "north": "ed25519:…" } }
     /// ```
     ///
     /// Every key is optional; absent ones keep their defaults. `"guards": false`
@@ -285,6 +293,19 @@ impl Config {
                     config.set_profiles(&names)?;
                 }
                 "guards" | "coordination" | "provenance" => {}
+                "trusted_realms" => {
+                    let map = value.as_object().ok_or_else(|| {
+                        bad("trusted_realms must map realms to `ed25519:…` keys".into())
+                    })?;
+                    for (realm, key) in map {
+                        let key = key.as_str().ok_or_else(|| {
+                            bad(format!(
+                                "trusted_realms: the key of `{realm}` must be a string"
+                            ))
+                        })?;
+                        config.trusted_realms.insert(realm.clone(), key.to_owned());
+                    }
+                }
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -360,7 +381,26 @@ impl Config {
                 self.realm
             )));
         }
+        self.trusted()?;
         self.limits.validate()
+    }
+
+    /// The realms of `trusted_realms`, their names and keys checked (without this
+    /// forum's own realm, which the forum adds with its own key).
+    pub(crate) fn trusted(&self) -> Result<crate::provenance::TrustedRealms> {
+        for realm in self.trusted_realms.keys() {
+            if !crate::protocol::ids::is_handle(realm) {
+                return Err(Error::InvalidArgument(format!(
+                    "trusted_realms: realm `{realm}` must be 1-64 characters of [a-z0-9._-], starting with a letter or digit"
+                )));
+            }
+        }
+        crate::provenance::TrustedRealms::parse(
+            self.trusted_realms
+                .iter()
+                .map(|(r, k)| (r.as_str(), k.as_str())),
+        )
+        .map_err(|(realm, e)| Error::InvalidArgument(format!("trusted_realms: `{realm}`: {e}")))
     }
 }
 
@@ -470,6 +510,21 @@ mod tests {
     }
 
     #[test]
+    fn trusted_realms_are_read_and_checked() {
+        // RFC 8032's first test key.
+        let key = "ed25519:11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
+        let c = Config::from_json(&json!({"trusted_realms": {"north": key}})).unwrap();
+        assert_eq!(c.trusted_realms["north"], key);
+        assert_eq!(c.trusted().unwrap().get("north").unwrap().to_string(), key);
+        let Err(Error::InvalidArgument(m)) =
+            Config::from_json(&json!({"trusted_realms": {"north": "ed25519:AAAA"}}))
+        else {
+            panic!("a bad key is refused")
+        };
+        assert!(m.contains("north") && m.contains("32 bytes"), "{m}");
+    }
+
+    #[test]
     fn settings_reject_unknown_and_mistyped() {
         for bad in [
             json!([]),
@@ -482,6 +537,10 @@ mod tests {
             json!({"limits": {"page_default": 300}}),
             json!({"guards": "no"}),
             json!({"coordination": 1}),
+            json!({"trusted_realms": ["north"]}),
+            json!({"trusted_realms": {"north": 7}}),
+            json!({"trusted_realms": {"north": "ed25519:AAAA"}}),
+            json!({"trusted_realms": {"North Realm": "ed25519:11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}),
             json!({"limits": {"leases_max": 0}}),
             json!({"limits": {"lease_ttl_max_s": 0}}),
             json!({"limits": {"thread_max_depth": 0}}),

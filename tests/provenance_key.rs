@@ -63,3 +63,25 @@ fn the_key_is_kept_in_postgresql_and_racing_engines_agree() {
     let other = Forum::open(support::fresh_url(&base, "key_other"), Config::default()).unwrap();
     assert_ne!(other.realm_key(), keys[0]);
 }
+
+#[test]
+fn a_forum_trusts_its_own_realm_and_the_realms_it_is_given() {
+    let north = Forum::in_memory(Config::default()).unwrap();
+    let key = north.realm_key().to_string();
+    let settings = json!({ "realm": "south", "trusted_realms": { "north": key } });
+    let south = Forum::in_memory(Config::from_json(&settings).unwrap()).unwrap();
+    let trusted = south.trusted_realms();
+    assert_eq!(trusted.get("north").unwrap().to_string(), key);
+    assert_eq!(*trusted.get("south").unwrap(), south.realm_key());
+    assert_eq!(trusted.len(), 2);
+    // A bad key is a clear error when the forum opens.
+    let mut config = Config::default();
+    config
+        .trusted_realms
+        .insert("north".into(), "ed25519:not-a-key".into());
+    let err = Forum::in_memory(config).unwrap_err().to_string();
+    assert!(
+        err.contains("trusted_realms") && err.contains("north"),
+        "{err}"
+    );
+}

@@ -60,6 +60,8 @@ pub struct Forum {
     /// The realm key pair (SPEC §18.3). Not in `Debug`: the forum's Debug shows
     /// its config only.
     pub(crate) realm_secret: crate::provenance::RealmSecret,
+    /// `Config::trusted_realms`, parsed, and this forum's own realm and key.
+    pub(crate) trusted: crate::provenance::TrustedRealms,
 }
 
 impl std::fmt::Debug for Forum {
@@ -168,7 +170,10 @@ impl Forum {
             None => crate::provenance::RealmSecret::generate()
                 .map_err(|e| Error::storage(format!("OS random source: {e}")))?,
         };
+        let mut trusted = config.trusted()?;
+        trusted.insert(config.realm.clone(), realm_secret.public());
         Ok(Forum {
+            trusted,
             realm_secret,
             callers: tokens::CallerCache::new(!store.shared()),
             store,
@@ -192,6 +197,14 @@ impl Forum {
     /// `ed25519:<base64url>`, as the manifest shows it.
     pub fn realm_key(&self) -> crate::provenance::RealmKey {
         self.realm_secret.public()
+    }
+
+    /// The realms whose bundles this forum accepts, with their keys:
+    /// [`Config::trusted_realms`] and the forum's own realm and key. What
+    /// `parley verify-bundle` and [`provenance::verify_bundle`](crate::provenance::verify_bundle)
+    /// take.
+    pub fn trusted_realms(&self) -> &crate::provenance::TrustedRealms {
+        &self.trusted
     }
 
     /// The settings the forum was opened with.
