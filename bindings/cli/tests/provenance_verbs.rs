@@ -33,6 +33,14 @@ fn a_trust_that_is_not_realm_equals_key_is_refused() {
         let out = forum.run_as(&token, &["--trust", bad, "threads"]);
         failed(&out, "expected REALM=KEY");
     }
+    // A pair whose key is not a realm key: the forum's settings refuse it, naming
+    // the realm; a good key is taken.
+    let out = forum.run_as(&token, &["--trust", "acme=ed25519:K", "threads"]);
+    failed(&out, "`acme`");
+    let key = String::from_utf8(forum.run(&["realm-key"]).stdout).unwrap();
+    let good = format!("acme={}", key.trim());
+    let out = forum.run_as(&token, &["--trust", &good, "--trust", &good, "threads"]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = forum.run_as(
         &token,
         &["--settings", "[1]", "--trust", "a=ed25519:K", "threads"],
