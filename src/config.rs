@@ -255,8 +255,8 @@ impl Config {
     /// ```json
     /// { "realm": "ainotes", "limits": { "body_max_chars": 500, "progress_max_messages": 24 },
     ///   "profiles": ["dialectic", "listen", "guards", "coordination", "provenance"],
-    ///   "durable": true, "clock": "2026-11-30T12:00:00.000Z",
-    ///   "trusted_realms": { "north": "ed25519:…" } }
+    ///   "durable": true,
+    ///   "clock": "2026-11-30T12:00:00.000Z", "trusted_realms": { "north": "ed25519:…" } }
     /// ```
     ///
     /// Every key is optional; absent ones keep their defaults. `"guards": false`
@@ -484,6 +484,21 @@ mod tests {
     }
 
     #[test]
+    fn trusted_realms_are_read_and_checked() {
+        // RFC 8032's first test key.
+        let key = "ed25519:11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
+        let c = Config::from_json(&json!({"trusted_realms": {"north": key}})).unwrap();
+        assert_eq!(c.trusted_realms["north"], key);
+        assert_eq!(c.trusted().unwrap().get("north").unwrap().to_string(), key);
+        let Err(Error::InvalidArgument(m)) =
+            Config::from_json(&json!({"trusted_realms": {"north": "ed25519:AAAA"}}))
+        else {
+            panic!("a bad key is refused")
+        };
+        assert!(m.contains("north") && m.contains("32 bytes"), "{m}");
+    }
+
+    #[test]
     fn provenance_is_on_by_default_and_switched_by_profiles_or_alone() {
         let c = Config::from_json(&json!({})).unwrap();
         assert!(c.provenance);
@@ -507,21 +522,6 @@ mod tests {
             (set.limits.verify_quorum, set.limits.artifact_max_bytes),
             (3, 10)
         );
-    }
-
-    #[test]
-    fn trusted_realms_are_read_and_checked() {
-        // RFC 8032's first test key.
-        let key = "ed25519:11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
-        let c = Config::from_json(&json!({"trusted_realms": {"north": key}})).unwrap();
-        assert_eq!(c.trusted_realms["north"], key);
-        assert_eq!(c.trusted().unwrap().get("north").unwrap().to_string(), key);
-        let Err(Error::InvalidArgument(m)) =
-            Config::from_json(&json!({"trusted_realms": {"north": "ed25519:AAAA"}}))
-        else {
-            panic!("a bad key is refused")
-        };
-        assert!(m.contains("north") && m.contains("32 bytes"), "{m}");
     }
 
     #[test]
