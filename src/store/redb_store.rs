@@ -172,6 +172,7 @@ impl RedbStore {
         // here, empty, and an older release never reads them.
         txn.open_table(PRESENCE).or_storage()?;
         txn.open_table(LEASES).or_storage()?;
+        txn.open_table(ARTIFACTS).or_storage()?;
         txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.
         blocks::migrate(&db, progress)?;
@@ -515,6 +516,7 @@ fn get_json<T: DeserializeOwned>(
     }
 }
 
+mod artifacts;
 mod coordination;
 mod read;
 mod write;

@@ -70,6 +70,10 @@ const MIGRATIONS: &[&str] = &[
                             rec bytea NOT NULL, PRIMARY KEY (identity, extension));
      CREATE TABLE leases (id bigint PRIMARY KEY, rec bytea NOT NULL);
      INSERT INTO parley_meta (key, value) VALUES ('lease_last', 0);",
+    // Version 6: the artifacts of the provenance profile (SPEC §18.1), keyed by
+    // the SHA-256 of their bytes, written once.
+    "CREATE TABLE artifacts (digest bytea PRIMARY KEY, media_type text NOT NULL,
+                             created_at bigint NOT NULL, content bytea NOT NULL);",
 ];
 
 /// The schema version this release writes.
