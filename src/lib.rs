@@ -104,6 +104,7 @@ pub use engine::tokens::{IdentityInfo, Right, TokenKind, TokenSpec};
 pub use engine::{Forum, OPERATIONS};
 pub use error::{Error, Reason, Refusal, Result, StorageError};
 pub use protocol::acts::Act;
+pub use protocol::artifact::{decode_artifact, DecodedArtifact};
 pub use protocol::claim::ClaimStatus;
 pub use protocol::coordination::{LeaseMode, PresenceStatus};
 pub use protocol::evidence::{Evidence, EvidenceKind};
@@ -111,9 +112,9 @@ pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease, LeaseRequest,
-    MessageView, Page, PostResult, Presence, SearchHit, Session, Support, ThreadSummary,
-    ThreadView, Turn, WhoAmI,
+    Artifact, Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease,
+    LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, SearchHit, Session, Support,
+    ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

@@ -221,7 +221,9 @@ fn tool_list_shape() {
             assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
             assert_eq!(
                 tool["annotations"]["readOnlyHint"],
-                json!(!["post", "set_presence", "lease", "release"].contains(&name)),
+                json!(
+                    !["post", "set_presence", "lease", "release", "put_artifact"].contains(&name)
+                ),
                 "{name}"
             );
             assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
@@ -232,6 +234,8 @@ fn tool_list_shape() {
                 "lease",
                 "release",
                 "get_leases",
+                "put_artifact",
+                "get_artifact",
             ]
             .contains(&name)
             {
@@ -302,12 +306,14 @@ fn tool_list_shape() {
                     "lease",
                     "release",
                     "get_leases",
+                    "put_artifact",
+                    "get_artifact",
                 ]
                 .contains(o)
             })
             .map(|o| o.to_string())
             .collect::<Vec<_>>(),
-        "no profile: neither get_claim nor the coordination tools"
+        "no profile: neither get_claim nor the coordination and provenance tools"
     );
     let r = send(
         &plain,

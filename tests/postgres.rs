@@ -111,6 +111,7 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
              DROP TABLE leases;
              DELETE FROM parley_meta WHERE key = 'lease_last';
              DROP TABLE realm_key;
+             DROP TABLE artifacts;
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
@@ -223,11 +224,21 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
     assert!(tables.contains(&"presence".to_string()), "{tables:?}");
     assert!(tables.contains(&"leases".to_string()), "{tables:?}");
     assert!(tables.contains(&"realm_key".to_string()), "{tables:?}");
+    assert!(tables.contains(&"artifacts".to_string()), "{tables:?}");
     // The coordination profile's tables work on the migrated forum.
     let leased = forum
         .call(Some(&token), "lease", &json!({ "resource": "src/" }))
         .expect("leased");
     assert_eq!(leased["lease"]["id"], "ls_1");
+    // And the provenance profile's.
+    let put = forum
+        .call(
+            Some(&token),
+            "put_artifact",
+            &json!({ "content_base64": "aGVsbG8=" }),
+        )
+        .expect("stored");
+    assert_eq!(put["artifact"]["size"], 5);
     let found = |q: &str| -> Vec<String> {
         let page = forum
             .call(Some(&token), "search", &json!({ "q": q }))

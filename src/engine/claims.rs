@@ -10,11 +10,13 @@ use crate::protocol::ids::IdKind;
 use crate::store::records::{Change, ClaimRec, MessageRec, Support};
 use crate::store::{ReadTx, WriteTx};
 
-/// Stores `claim` with its status recomputed, then walks up to the claim it refutes
+/// Stores `claim` with its status recomputed (`quorum`: the distinct verifying
+/// identities rule 3 needs, SPEC §18.2), then walks up to the claim it refutes
 /// while statuses keep changing. Returns each status change, in order.
 pub(crate) fn store_and_propagate(
     tx: &mut dyn WriteTx,
     mut claim: ClaimRec,
+    quorum: usize,
 ) -> Result<Vec<(u64, Change)>> {
     let mut changes = Vec::new();
     loop {
@@ -24,7 +26,7 @@ pub(crate) fn store_and_propagate(
                 counters.push(c.status);
             }
         }
-        let status = derive(&claim, &counters);
+        let status = derive(&claim, &counters, quorum);
         let changed = status != claim.status;
         if changed {
             changes.push((
@@ -74,7 +76,9 @@ fn new_claim(tx: &mut dyn WriteTx, message: &MessageRec, refutes: Option<u64>) -
 /// Applies the dialectic act of `message` (§10): an assert creates a claim and
 /// supersedes `superseded`; attest and verify support `claim`; a refute creates a
 /// counter-claim against it. Sets the message's claim fields, adds each status
-/// change to `changes`, and returns the claim the post's result shows.
+/// change to `changes`, and returns the claim the post's result shows. `quorum`
+/// is rule 3's (SPEC §18.2).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     tx: &mut dyn WriteTx,
     act: Act,
@@ -82,6 +86,7 @@ pub(crate) fn apply(
     claim: Option<ClaimRec>,
     superseded: Vec<ClaimRec>,
     now: i64,
+    quorum: usize,
     changes: &mut Vec<(u64, Change)>,
 ) -> Result<Option<u64>> {
     match act {
@@ -91,7 +96,7 @@ pub(crate) fn apply(
             tx.put_claim(&claim)?;
             for mut old in superseded {
                 old.superseded_by = Some(claim.id);
-                changes.extend(store_and_propagate(tx, old)?);
+                changes.extend(store_and_propagate(tx, old, quorum)?);
             }
             Ok(Some(claim.id))
         }
@@ -111,7 +116,7 @@ pub(crate) fn apply(
             }
             // Not created, but the caller wants to see the status it moved.
             let shown = target.id;
-            changes.extend(store_and_propagate(tx, target)?);
+            changes.extend(store_and_propagate(tx, target, quorum)?);
             Ok(Some(shown))
         }
         Act::Refute => {
@@ -121,7 +126,7 @@ pub(crate) fn apply(
             message.claim = Some(target.id);
             message.counter_claim = Some(counter.id);
             target.refutations.push(counter.id);
-            changes.extend(store_and_propagate(tx, target)?);
+            changes.extend(store_and_propagate(tx, target, quorum)?);
             Ok(Some(counter.id))
         }
         _ => Ok(None),
@@ -134,16 +139,24 @@ pub(crate) struct ClaimParts {
     pub(crate) claim: ClaimRec,
     pub(crate) refutations: Vec<(u64, u64, ClaimStatus)>,
     pub(crate) now: i64,
+    /// `verify_quorum` with the provenance profile on (SPEC §18.2), else `None`.
+    pub(crate) quorum: Option<usize>,
 }
 
 impl ClaimParts {
     pub(crate) fn json(&self) -> Value {
-        super::view::claim(&self.claim, &self.refutations, self.now)
+        super::view::claim(&self.claim, &self.refutations, self.now, self.quorum)
     }
 }
 
-/// Claim `id` with what its view needs, read at `now`.
-pub(crate) fn parts(tx: &dyn ReadTx, id: u64, now: i64) -> Result<ClaimParts> {
+/// Claim `id` with what its view needs, read at `now`, with the forum's `quorum`
+/// when the provenance profile is on.
+pub(crate) fn parts(
+    tx: &dyn ReadTx,
+    id: u64,
+    now: i64,
+    quorum: Option<usize>,
+) -> Result<ClaimParts> {
     let claim = tx.claim(id)?.ok_or_else(|| {
         Error::from(Refusal::new(
             Reason::ClaimNotFound,
@@ -160,5 +173,6 @@ pub(crate) fn parts(tx: &dyn ReadTx, id: u64, now: i64) -> Result<ClaimParts> {
         claim,
         refutations,
         now,
+        quorum,
     })
 }

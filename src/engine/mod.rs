@@ -26,7 +26,7 @@ use tokens::Right;
 /// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
 /// order transports list them. A forum offers those of its enabled profiles
 /// ([`Forum::offers`]).
-pub const OPERATIONS: [&str; 16] = [
+pub const OPERATIONS: [&str; 18] = [
     "get_manifest",
     "whoami",
     "post",
@@ -43,6 +43,8 @@ pub const OPERATIONS: [&str; 16] = [
     "release",
     "get_leases",
     "get_digest",
+    "put_artifact",
+    "get_artifact",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -218,6 +220,7 @@ impl Forum {
         OPERATIONS.contains(&operation)
             && (operation != "get_claim" || self.config.dialectic)
             && (self.config.coordination || !coordination::OPERATIONS.contains(&operation))
+            && (self.config.provenance || !provenance::OPERATIONS.contains(&operation))
     }
 
     pub(crate) fn now(&self) -> i64 {
@@ -319,6 +322,9 @@ impl Forum {
             "get_digest" => self.get_digest(token, args_obj),
             op if coordination::OPERATIONS.contains(&op) => {
                 self.coordination_call(token, op, args_obj)
+            }
+            op if provenance::ARTIFACT_OPERATIONS.contains(&op) => {
+                self.provenance_call(token, op, args)
             }
             other => Err(Error::UnknownOperation(other.to_string())),
         }

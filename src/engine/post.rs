@@ -23,6 +23,9 @@ use crate::store::records::{
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
+mod recent_keys;
+pub(crate) use recent_keys::RecentKeys;
+
 /// Posts of one batch, applied in one transaction (see `group`).
 struct Poster<'f>(&'f Forum);
 
@@ -219,6 +222,7 @@ impl Forum {
             }
         }
         self.check_rate(tx, caller, now)?;
+        self.check_artifacts(&*tx, &env.evidence)?;
         let place = resolve(tx, &env)?;
         let effect = decide::check(
             &caller.actor(),
@@ -310,6 +314,7 @@ impl Forum {
             place.claim.take(),
             std::mem::take(&mut place.superseded),
             now,
+            self.quorum(),
             &mut changes,
         )?;
 
@@ -346,7 +351,7 @@ impl Forum {
         let confirmed = thread.state_confirmed_at.is_some();
         let events = record_events(tx, changes, confirmed, &message, &lock_label)?;
         let claim = match shown_claim {
-            Some(id) => Some(claims::parts(tx, id, now)?),
+            Some(id) => Some(claims::parts(tx, id, now, self.shown_quorum())?),
             None => None,
         };
         Ok(Applied {
@@ -544,43 +549,6 @@ impl Forum {
         let next = if forgotten.more { now } else { now + 1000 };
         self.next_purge.store(next, Relaxed);
         Ok(())
-    }
-}
-
-/// Hints of the (token, key) pairs this handle committed a keyed post under, so
-/// that only a likely retry reads a snapshot before it queues. A hint is never
-/// trusted: the snapshot (or the batch) decides. Bounded: past its size the set
-/// starts over, and retries then replay inside the batch, as after a reopen.
-#[derive(Default)]
-pub(crate) struct RecentKeys(std::sync::Mutex<std::collections::HashSet<u64>>);
-
-/// Hints kept before the set starts over.
-const RECENT_KEYS: usize = 1 << 16;
-
-impl RecentKeys {
-    fn hint(job: &PostJob) -> Option<u64> {
-        use std::hash::{Hash, Hasher};
-        let key = &job.checked.as_ref().ok()?.idempotency.as_ref()?.key;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        job.token.hash(&mut h);
-        key.hash(&mut h);
-        Some(h.finish())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn note(&self, hint: u64) {
-        let mut set = self.lock();
-        if set.len() >= RECENT_KEYS {
-            set.clear();
-        }
-        set.insert(hint);
-    }
-
-    fn holds(&self, hint: u64) -> bool {
-        self.lock().contains(&hint)
     }
 }
 

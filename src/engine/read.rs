@@ -415,7 +415,7 @@ impl Forum {
         let id = id_arg(args, "claim", IdKind::Claim)?
             .ok_or_else(|| bad_arg("claim", "`claim` is required"))?;
         caller.require(Right::Read)?;
-        super::claims::parts(&*tx, id, self.now())
+        super::claims::parts(&*tx, id, self.now(), self.shown_quorum())
     }
 }
 

@@ -214,9 +214,15 @@ fn support(s: &Support, with_evidence: bool) -> Value {
 }
 
 /// A claim (SPEC §10). `refutations` pairs each counter-claim id with its message
-/// and current status, which the caller looks up.
-pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, ClaimStatus)], now: i64) -> Value {
-    json!({
+/// and current status, which the caller looks up; `quorum`, with the provenance
+/// profile on, adds `"quorum": { "needed", "have" }` (SPEC §18.2).
+pub(crate) fn claim(
+    c: &ClaimRec,
+    refutations: &[(u64, u64, ClaimStatus)],
+    now: i64,
+    quorum: Option<usize>,
+) -> Value {
+    let mut out = json!({
         "id": key(IdKind::Claim, c.id),
         "message": key(IdKind::Message, c.message),
         "thread": key(IdKind::Thread, c.thread),
@@ -235,7 +241,11 @@ pub(crate) fn claim(c: &ClaimRec, refutations: &[(u64, u64, ClaimStatus)], now: 
         "valid_until": opt_time(c.valid_until),
         "expired": c.valid_until.is_some_and(|t| now > t),
         "created_at": time::format(c.created_at),
-    })
+    });
+    if let Some(needed) = quorum {
+        out["quorum"] = json!({ "needed": needed, "have": crate::protocol::claim::verifiers(c) });
+    }
+    out
 }
 
 /// A claim as the digest lists it (SPEC §17): `{ "id", "status", "text" }`.

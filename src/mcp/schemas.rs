@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Map, Value};
 
 mod coordination;
+mod provenance;
 
 fn string() -> Value {
     json!({ "type": "string" })
@@ -309,6 +310,8 @@ impl Doc {
             "valid_until": null_or(string()),
             "expired": boolean(),
             "created_at": string(),
+            // With the provenance profile on (SPEC §18.2).
+            "quorum": provenance::quorum(),
         }))
     }
 
@@ -424,7 +427,9 @@ impl Doc {
                     "omitted",
                 ],
             ),
-            other => coordination::success(other).unwrap_or_else(|| (json!({}), vec![])),
+            other => coordination::success(other)
+                .or_else(|| provenance::success(other))
+                .unwrap_or_else(|| (json!({}), vec![])),
         }
     }
 

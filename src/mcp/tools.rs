@@ -12,6 +12,7 @@ use super::schemas;
 
 mod coordination;
 mod descriptions;
+mod provenance;
 
 use descriptions::description;
 
@@ -31,6 +32,8 @@ pub(crate) struct Settings {
     guards: Option<(u64, u64)>,
     /// The longest lease (the coordination profile).
     lease_ttl_max_s: u64,
+    /// The largest artifact, in bytes (the provenance profile).
+    artifact_max_bytes: u64,
 }
 
 /// What the input schemas need from the manifest.
@@ -77,6 +80,7 @@ impl ManifestFacts {
                 .filter(|p| p.is_object())
                 .map(|_| (limit("progress_max_messages"), limit("echo_window"))),
             lease_ttl_max_s: limit("lease_ttl_max_s"),
+            artifact_max_bytes: limit("artifact_max_bytes"),
         };
         let dialectic_profile = manifest["profiles"]
             .get("dialectic")
@@ -291,6 +295,7 @@ impl ManifestFacts {
             // mcpadapt) read it without checking that it is there.
             other => self
                 .coordination_input(other)
+                .or_else(|| self.provenance_input(other))
                 .unwrap_or_else(|| object(json!({}), &[])),
         }
     }
@@ -298,7 +303,10 @@ impl ManifestFacts {
 
 /// Whether an operation only reads.
 pub(crate) fn read_only(operation: &str) -> bool {
-    !matches!(operation, "post" | "set_presence" | "lease" | "release")
+    !matches!(
+        operation,
+        "post" | "set_presence" | "lease" | "release" | "put_artifact"
+    )
 }
 
 fn title(operation: &str) -> &'static str {
@@ -319,6 +327,8 @@ fn title(operation: &str) -> &'static str {
         "release" => "Release a lease",
         "get_leases" => "List active leases",
         "get_digest" => "Read a thread's digest",
+        "put_artifact" => "Store an artifact (bytes that evidence can point at)",
+        "get_artifact" => "Read an artifact",
         _ => "",
     }
 }

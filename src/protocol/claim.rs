@@ -57,13 +57,31 @@ pub(crate) const CLAIM_STATES: [&str; 5] = [
     ClaimStatus::ALL[4].as_str(),
 ];
 
-/// Rules 1–5 of SPEC §10, given the current statuses of its counter-claims.
-pub(crate) fn derive(claim: &ClaimRec, counter_statuses: &[ClaimStatus]) -> ClaimStatus {
+/// The distinct identities that verified `claim` (SPEC §18.2: a second verify by
+/// one identity is recorded and counts once).
+pub(crate) fn verifiers(claim: &ClaimRec) -> usize {
+    let mut seen: Vec<&str> = Vec::with_capacity(claim.verifications.len());
+    for v in &claim.verifications {
+        if !seen.contains(&v.identity.as_str()) {
+            seen.push(&v.identity);
+        }
+    }
+    seen.len()
+}
+
+/// Rules 1–5 of SPEC §10, given the current statuses of its counter-claims, with
+/// rule 3 as §18.2 words it: `verified` once `quorum` (at least 1) distinct
+/// identities verified it.
+pub(crate) fn derive(
+    claim: &ClaimRec,
+    counter_statuses: &[ClaimStatus],
+    quorum: usize,
+) -> ClaimStatus {
     if claim.superseded_by.is_some() {
         ClaimStatus::Superseded
     } else if counter_statuses.iter().any(|s| s.stands()) {
         ClaimStatus::Refuted
-    } else if !claim.verifications.is_empty() {
+    } else if !claim.verifications.is_empty() && verifiers(claim) >= quorum.max(1) {
         ClaimStatus::Verified
     } else if !claim.attestations.is_empty() {
         ClaimStatus::Supported
@@ -99,29 +117,60 @@ mod tests {
         }
     }
 
+    fn derive1(c: &ClaimRec, counters: &[ClaimStatus]) -> ClaimStatus {
+        derive(c, counters, 1)
+    }
+
+    fn verify(c: &mut ClaimRec, identity: &str) {
+        c.verifications.push(Support {
+            message: 9,
+            identity: identity.into(),
+            evidence: vec![],
+            at: 0,
+        });
+    }
+
+    #[test]
+    fn a_quorum_counts_distinct_verifying_identities() {
+        let mut c = claim();
+        verify(&mut c, "r:v");
+        verify(&mut c, "r:v");
+        assert_eq!(verifiers(&c), 1);
+        assert_eq!(
+            derive(&c, &[], 2),
+            Unverified,
+            "the same identity counts once"
+        );
+        verify(&mut c, "r:w");
+        assert_eq!((verifiers(&c), derive(&c, &[], 2)), (2, Verified));
+        assert_eq!(derive(&c, &[], 3), Unverified);
+        assert_eq!(derive(&c, &[Unverified], 2), Refuted);
+        assert_eq!(derive(&c, &[], 0), Verified, "0 reads as 1");
+    }
+
     #[test]
     fn rules_in_order() {
         let mut c = claim();
-        assert_eq!(derive(&c, &[]), Unverified);
+        assert_eq!(derive1(&c, &[]), Unverified);
         c.attestations.push(Support {
             message: 2,
             identity: "r:b".into(),
             evidence: vec![],
             at: 0,
         });
-        assert_eq!(derive(&c, &[]), Supported);
+        assert_eq!(derive1(&c, &[]), Supported);
         c.verifications.push(Support {
             message: 3,
             identity: "r:v".into(),
             evidence: vec![],
             at: 0,
         });
-        assert_eq!(derive(&c, &[]), Verified);
-        assert_eq!(derive(&c, &[Unverified]), Refuted);
-        assert_eq!(derive(&c, &[Refuted]), Verified);
-        assert_eq!(derive(&c, &[Superseded, Supported]), Refuted);
+        assert_eq!(derive1(&c, &[]), Verified);
+        assert_eq!(derive1(&c, &[Unverified]), Refuted);
+        assert_eq!(derive1(&c, &[Refuted]), Verified);
+        assert_eq!(derive1(&c, &[Superseded, Supported]), Refuted);
         c.superseded_by = Some(9);
-        assert_eq!(derive(&c, &[Unverified]), Superseded);
+        assert_eq!(derive1(&c, &[Unverified]), Superseded);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! Nothing here touches storage; the engine feeds it records and applies its verdicts.
 
 pub(crate) mod acts;
+pub(crate) mod artifact;
 pub(crate) mod claim;
 pub(crate) mod coordination;
 pub(crate) mod decide;

@@ -11,6 +11,7 @@ use crate::protocol::evidence::Evidence;
 use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
 
+pub use crate::protocol::artifact::ArtifactRec;
 pub use crate::protocol::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
 
 /// A post remembered under its idempotency key (SPEC §14.3): which message it

@@ -183,6 +183,10 @@ impl ClaimView {
             valid_until: c.valid_until.map(time::format),
             expired: c.valid_until.is_some_and(|t| p.now > t),
             created_at: time::format(c.created_at),
+            quorum: p.quorum.map(|needed| super::Quorum {
+                needed: needed as u64,
+                have: crate::protocol::claim::verifiers(c) as u64,
+            }),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod coordination;
 mod from_records;
+mod provenance;
 mod types;
 
 use serde_json::{json, Map, Value};
@@ -12,6 +13,7 @@ use crate::engine::read::{tree, Listing};
 use crate::error::Result;
 use crate::Forum;
 pub use coordination::{Lease, LeaseRequest, Presence};
+pub use provenance::{Artifact, Quorum};
 pub use types::{
     Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, SearchHit,
     Support, ThreadSummary, ThreadView, Turn, WhoAmI,

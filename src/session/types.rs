@@ -241,6 +241,10 @@ pub struct ClaimView {
     pub expired: bool,
     /// RFC 3339.
     pub created_at: String,
+    /// With the provenance profile on: the quorum and the verifiers so far
+    /// (SPEC §18.2).
+    #[serde(default)]
+    pub quorum: Option<super::Quorum>,
 }
 
 /// A claim as the digest lists it (SPEC §17).

@@ -35,8 +35,8 @@ pub(crate) use url::NO_POSTGRES;
 pub use url::{is_postgres_url, scheme, without_password};
 
 use records::{
-    ClaimRec, EventRec, IdentityRec, LeaseRec, MessageHead, MessageRec, PresenceRec, Remembered,
-    ThreadRec, ThreadSpot, TokenRec,
+    ArtifactRec, ClaimRec, EventRec, IdentityRec, LeaseRec, MessageHead, MessageRec, PresenceRec,
+    Remembered, ThreadRec, ThreadSpot, TokenRec,
 };
 
 use std::sync::Arc;
@@ -129,6 +129,12 @@ pub trait ReadTx {
     fn leases(&self) -> Result<Vec<LeaseRec>>;
     /// A stored lease.
     fn lease(&self, id: u64) -> Result<Option<LeaseRec>>;
+    /// The artifact (SPEC §18.1) whose bytes have this SHA-256.
+    fn artifact(&self, digest: &[u8; 32]) -> Result<Option<ArtifactRec>>;
+    /// Whether an artifact with this SHA-256 is stored (its bytes not read).
+    fn has_artifact(&self, digest: &[u8; 32]) -> Result<bool> {
+        Ok(self.artifact(digest)?.is_some())
+    }
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.
@@ -187,6 +193,9 @@ pub trait WriteTx: ReadTx {
     fn put_lease(&mut self, rec: &LeaseRec) -> Result<()>;
     /// Removes a lease (released, or expired).
     fn remove_lease(&mut self, id: u64) -> Result<()>;
+    /// Stores an artifact under the SHA-256 of its bytes. The engine calls it only
+    /// for a digest not stored yet (the first put is kept).
+    fn put_artifact(&mut self, digest: &[u8; 32], rec: &ArtifactRec) -> Result<()>;
     /// Commits and returns once the commit is durable (visible, when volatile).
     fn commit(self: Box<Self>) -> Result<()> {
         self.commit_deferred()?.wait()

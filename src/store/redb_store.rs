@@ -174,6 +174,7 @@ impl RedbStore {
         // here, empty, and an older release never reads them.
         txn.open_table(PRESENCE).or_storage()?;
         txn.open_table(LEASES).or_storage()?;
+        txn.open_table(ARTIFACTS).or_storage()?;
         let realm_secret = realm_secret(&txn)?;
         txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.
@@ -544,6 +545,7 @@ fn get_json<T: DeserializeOwned>(
     }
 }
 
+mod artifacts;
 mod coordination;
 mod read;
 mod write;

@@ -70,6 +70,10 @@ pub(super) const PRESENCE: TableDefinition<(&str, &str), &[u8]> = TableDefinitio
 /// removes it, and so does a later lease write once it expired. Ids are counted in
 /// [`META`] (`lease_last`), so a removed id is never issued again.
 pub(super) const LEASES: TableDefinition<u64, &[u8]> = TableDefinition::new("leases");
+/// SHA-256 of the bytes → (media type, created at in ms, the bytes): the
+/// artifacts of SPEC §18.1. Written once per digest, never changed.
+pub(super) const ARTIFACTS: TableDefinition<[u8; 32], (&str, i64, &[u8])> =
+    TableDefinition::new("artifacts");
 
 /// Keys of [`INDEX`]. Numbers are big-endian so byte order is numeric order;
 /// identities never contain a NUL byte, which ends them.

@@ -80,6 +80,23 @@ const GET_DIGEST: &str =
     the last 5 messages and how many messages it left out. Read the digest of a long \
     thread before `get_thread`; page through the rest with `get_messages`.";
 
+const GET_ARTIFACT: &str = "Reads an artifact by its `ref` (`sha256:<64 lowercase hex>`): \
+    its size, media type and first time stored, and its bytes as `content_base64`. A ref \
+    stored nowhere here is `artifact_not_found`.";
+
+/// `put_artifact`, with the forum's largest artifact.
+fn put_artifact(limits: &Settings) -> String {
+    format!(
+        "Stores bytes (a log, a diff, a test output: at most {} bytes, sent base64-encoded) \
+        and returns the artifact: its `ref` (`sha256:` and the SHA-256 in lowercase hex), size, \
+        media type and time. The same bytes again return the same artifact. Cite it in a \
+        claim's evidence as `{{\"kind\": \"artifact\", \"ref\": <ref>}}`: a `sha256:` artifact ref \
+        that is not stored here is refused (`artifact_not_found`), so put the bytes first. \
+        Larger bytes are `limit_exceeded`.",
+        limits.artifact_max_bytes
+    )
+}
+
 /// The description of the tool of `operation`.
 pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -> String {
     match operation {
@@ -99,6 +116,8 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "release" => RELEASE.to_string(),
         "get_leases" => GET_LEASES.to_string(),
         "get_digest" => GET_DIGEST.to_string(),
+        "put_artifact" => put_artifact(limits),
+        "get_artifact" => GET_ARTIFACT.to_string(),
         other => format!("The `{other}` operation."),
     }
 }

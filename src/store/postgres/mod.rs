@@ -16,6 +16,7 @@
 //! Records are stored in the same encodings as in the redb file, so every result
 //! is byte for byte what the embedded backend gives.
 
+mod artifacts;
 mod begin;
 mod cache;
 mod conn;

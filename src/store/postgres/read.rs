@@ -252,6 +252,14 @@ impl ReadTx for Tx<'_> {
         self.read_lease(id)
     }
 
+    fn artifact(&self, digest: &[u8; 32]) -> Result<Option<crate::store::records::ArtifactRec>> {
+        self.read_artifact(digest)
+    }
+
+    fn has_artifact(&self, digest: &[u8; 32]) -> Result<bool> {
+        self.artifact_stored(digest)
+    }
+
     fn last_id(&self, kind: IdKind) -> Result<u64> {
         if let Some(known) = self.cache.last_id(kind as usize) {
             return Ok(known);

@@ -74,8 +74,11 @@ const MIGRATIONS: &[&str] = &[
     // Version 6: the realm key pair (SPEC §18.3), its 32-byte Ed25519 seed under
     // the name 'ed25519_seed', made by the first engine that opens the forum
     // (`realm_secret`). Like every table of the forum, readable by the roles the
-    // database grants it to, and by no view or response.
-    "CREATE TABLE realm_key (name text COLLATE \"C\" PRIMARY KEY, seed bytea NOT NULL);",
+    // database grants it to, and by no view or response. And the artifacts of the
+    // provenance profile (SPEC §18.1), keyed by the SHA-256 of their bytes, written once.
+    "CREATE TABLE realm_key (name text COLLATE \"C\" PRIMARY KEY, seed bytea NOT NULL);
+     CREATE TABLE artifacts (digest bytea PRIMARY KEY, media_type text NOT NULL,
+                             created_at bigint NOT NULL, content bytea NOT NULL);",
 ];
 
 /// The schema version this release writes.

@@ -305,6 +305,17 @@ macro_rules! impl_read {
             fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
                 super::coordination::lease(&self.table(LEASES)?, id)
             }
+
+            fn artifact(
+                &self,
+                digest: &[u8; 32],
+            ) -> Result<Option<crate::store::records::ArtifactRec>> {
+                super::artifacts::artifact(&self.table(ARTIFACTS)?, digest)
+            }
+
+            fn has_artifact(&self, digest: &[u8; 32]) -> Result<bool> {
+                super::artifacts::has_artifact(&self.table(ARTIFACTS)?, digest)
+            }
         }
     };
 }

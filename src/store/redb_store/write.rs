@@ -20,6 +20,14 @@ impl WriteTx for Writer<'_> {
         self.delete_lease(id)
     }
 
+    fn put_artifact(
+        &mut self,
+        digest: &[u8; 32],
+        rec: &crate::store::records::ArtifactRec,
+    ) -> Result<()> {
+        self.write_artifact(digest, rec)
+    }
+
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         let k = kind as usize;
         let last = match self.ids[k] {

@@ -1,0 +1,73 @@
+//! The typed results of the provenance profile's artifacts (SPEC §18.1) and the
+//! [`Session`](super::Session) methods that return them.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{args, Session};
+use crate::error::Result;
+use crate::protocol::artifact::{self, ArtifactRec};
+use crate::time;
+
+/// A claim's quorum (SPEC §18.2): the distinct verifying identities that make it
+/// `verified` (`verify_quorum`), and how many verified it so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Quorum {
+    /// `verify_quorum`.
+    pub needed: u64,
+    /// The distinct identities that verified the claim.
+    pub have: u64,
+}
+
+/// A stored artifact (SPEC §18.1), without its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Artifact {
+    /// `sha256:<64 lowercase hex>`: what evidence of kind `artifact` names.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The number of bytes.
+    pub size: u64,
+    /// The media type given when the bytes were first put.
+    pub media_type: String,
+    /// When the bytes were first put.
+    pub created_at: String,
+}
+
+impl Artifact {
+    pub(crate) fn from_rec(digest: &[u8; 32], rec: &ArtifactRec) -> Artifact {
+        Artifact {
+            reference: artifact::reference(digest),
+            size: rec.content.len() as u64,
+            media_type: rec.media_type.clone(),
+            created_at: time::format(rec.created_at),
+        }
+    }
+
+    /// The artifact as every transport shows it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ref": self.reference, "size": self.size,
+            "media_type": self.media_type, "created_at": self.created_at,
+        })
+    }
+}
+
+impl Session<'_> {
+    /// Stores `content` (at most `artifact_max_bytes`) and returns its artifact;
+    /// the same bytes again return the first artifact. `media_type` defaults to
+    /// `application/octet-stream`.
+    pub fn put_artifact(&self, content: &[u8], media_type: Option<&str>) -> Result<Artifact> {
+        let a = Value::Object(args(json!({
+            "content_base64": artifact::encode(content), "media_type": media_type,
+        })));
+        let f = self.forum;
+        f.guarded(|| f.put_artifact(self.token(), &a))
+    }
+
+    /// The artifact a `sha256:…` ref names, and its bytes.
+    pub fn get_artifact(&self, reference: &str) -> Result<(Artifact, Vec<u8>)> {
+        let a = args(json!({ "ref": reference }));
+        let f = self.forum;
+        f.guarded(|| f.get_artifact(self.token(), &a))
+    }
+}
