@@ -2,7 +2,8 @@
 //! `GET /v1/artifacts/{ref}`, `GET /v1/claims/{id}/bundle`, `POST /v1/claims/import`,
 //! against the built `parley serve --http`: what the routes themselves refuse (a
 //! body over the limit, a body that is not an object, a `raw` that is not a flag,
-//! a `Content-Type` that is not text), each after the token where SPEC §12.1 says so.
+//! a `Content-Type` that is not text), each after the token where SPEC §12.1 says so;
+//! an artifact stored and read back both ways, and its refusals.
 
 mod common;
 
@@ -125,4 +126,121 @@ fn a_content_type_that_is_not_text_is_refused_after_the_token() {
     let resp = raw(&f.alice);
     refused(&resp, 400, "invalid_argument");
     assert_eq!(resp.json()["error"]["field"], "media_type");
+}
+
+#[test]
+fn an_artifact_goes_in_as_json_or_raw_bytes_and_comes_back_as_either() {
+    let f = fixture();
+    let alice = Some(f.alice.as_str());
+    let html = b"<script>alert(1)</script>";
+    let raw = f.send(
+        "POST",
+        "/v1/artifacts",
+        alice,
+        Some("text/html"),
+        Some(html),
+    );
+    assert_eq!(raw.status, 201, "{}", String::from_utf8_lossy(&raw.body));
+    let artifact = raw.json()["artifact"].clone();
+    let reference = artifact["ref"].as_str().unwrap().to_string();
+    assert!(
+        reference.starts_with("sha256:") && reference.len() == 71,
+        "{reference}"
+    );
+    assert_eq!(
+        (artifact["size"].as_u64(), artifact["media_type"].as_str()),
+        (Some(25), Some("text/html"))
+    );
+    // The same bytes as JSON: the same artifact, its first media type kept.
+    let body = serde_json::json!({"content_base64": "PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==", "media_type": "text/plain"});
+    let again = f.send(
+        "POST",
+        "/v1/artifacts",
+        alice,
+        Some("application/json"),
+        Some(body.to_string().as_bytes()),
+    );
+    assert_eq!(
+        again.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&again.body)
+    );
+    assert_eq!(again.json()["artifact"], artifact);
+    let got = f.send(
+        "GET",
+        &format!("/v1/artifacts/{reference}"),
+        alice,
+        None,
+        None,
+    );
+    assert_eq!(got.status, 200);
+    assert_eq!(
+        got.json()["content_base64"],
+        "PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg=="
+    );
+    let bytes = f.send(
+        "GET",
+        &format!("/v1/artifacts/{reference}?raw=1"),
+        alice,
+        None,
+        None,
+    );
+    assert_eq!(bytes.status, 200);
+    assert_eq!(bytes.body, html);
+    assert_eq!(bytes.header("X-Content-Type-Options"), Some("nosniff"));
+    assert!(bytes
+        .header("Content-Disposition")
+        .unwrap()
+        .starts_with("attachment"));
+    assert!(bytes
+        .header("Content-Security-Policy")
+        .unwrap()
+        .contains("sandbox"));
+}
+
+#[test]
+fn artifact_refusals_have_their_status() {
+    let f = fixture();
+    let alice = Some(f.alice.as_str());
+    let missing = format!("/v1/artifacts/sha256:{}", "0".repeat(64));
+    refused(
+        &f.send("GET", &missing, alice, None, None),
+        404,
+        "artifact_not_found",
+    );
+    refused(
+        &f.send("GET", &format!("{missing}?raw=1"), alice, None, None),
+        404,
+        "artifact_not_found",
+    );
+    refused(
+        &f.send("GET", &missing, None, None, None),
+        401,
+        "token_missing",
+    );
+    let bad = br#"{"content_base64":"not base64!"}"#;
+    refused(
+        &f.send(
+            "POST",
+            "/v1/artifacts",
+            alice,
+            Some("application/json"),
+            Some(bad),
+        ),
+        400,
+        "invalid_argument",
+    );
+    let big = vec![b'x'; 49_153];
+    refused(
+        &f.send(
+            "POST",
+            "/v1/artifacts",
+            alice,
+            Some("application/octet-stream"),
+            Some(&big),
+        ),
+        409,
+        "limit_exceeded",
+    );
 }
