@@ -161,6 +161,7 @@ mod tests {
             "aGVsbG8",
             "aGVs bG8=",
             "aGVsbG8=\n",
+            "aGVsbG9=",
             "-_8=",
             "a",
             "====",
