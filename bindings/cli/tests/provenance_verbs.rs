@@ -190,3 +190,43 @@ fn realm_key_prints_the_forums_public_key_the_same_each_time() {
     failed(&empty.run(&["realm-key"]), "no forum");
     assert!(!empty.db.exists());
 }
+
+#[test]
+fn an_artifact_goes_in_from_a_file_and_comes_back_byte_for_byte() {
+    let forum = TempForum::new();
+    let token = forum.token("alice", &["--rights", "read,write"]);
+    let file = forum.dir.path().join("build.log");
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let args = [
+        "artifact",
+        "put",
+        file.to_str().unwrap(),
+        "--media-type",
+        "text/plain",
+    ];
+    let out = forum.run_as(&token, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reference = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(
+        reference.starts_with("sha256:") && reference.len() == 71,
+        "{reference}"
+    );
+    let back = forum.dir.path().join("back.log");
+    let out = forum.run_as(
+        &token,
+        &["artifact", "get", &reference, "-o", back.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&back).unwrap(), bytes);
+    let out = forum.run_as(&token, &["artifact", "get", &reference]);
+    assert_eq!(out.stdout, bytes);
+    let missing = format!("sha256:{}", "0".repeat(64));
+    let out = forum.run_as(&token, &["artifact", "get", &missing]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("artifact_not_found"),
+        "{}",
+        stderr(&out)
+    );
+}
