@@ -111,6 +111,8 @@ from .types import (
     LeaseResult,
     LeaseList,
     CoordinationProfile,
+    ProvenanceProfile,
+    Quorum,
     DigestClaim,
     Digest,
 )
@@ -205,6 +207,8 @@ __all__ = [
     "LeaseResult",
     "LeaseList",
     "CoordinationProfile",
+    "ProvenanceProfile",
+    "Quorum",
     "DigestClaim",
     "Digest",
 ]

@@ -472,8 +472,9 @@ def _refusal(data: Mapping[str, Any]) -> Exception:
     return _refusal_from_data(data)
 
 
-# The operations of the coordination profile (SPEC §16), which a server may have off.
-_COORDINATION = ("set_presence", "get_presence", "lease", "release", "get_leases")
+# The operations of the coordination (SPEC §16) and provenance (§18) profiles,
+# which a server may have off.
+_COORDINATION = ("set_presence", "get_presence", "lease", "release", "get_leases", "put_artifact", "get_artifact")
 
 
 def _rpc_failure(error: Any, operation: str) -> Exception:

@@ -77,9 +77,10 @@ async def open(
     *,
     realm: str = "ainotes",
     limits: Optional[Mapping[str, int]] = None,
-    profiles: Sequence[str] = ("dialectic", "listen", "guards", "coordination"),
+    profiles: Sequence[str] = ("dialectic", "listen", "guards", "coordination", "provenance"),
     guards: Optional[bool] = None,
     coordination: Optional[bool] = None,
+    provenance: Optional[bool] = None,
     durable: bool = True,
     clock: Optional[Union[str, datetime.datetime]] = None,
 ) -> "AsyncForum":
@@ -92,6 +93,7 @@ async def open(
         profiles=profiles,
         guards=guards,
         coordination=coordination,
+        provenance=provenance,
         durable=durable,
         clock=clock,
     )

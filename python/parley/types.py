@@ -90,6 +90,7 @@ __all__ = [
     "LeaseList",
     "CoordinationProfile",
     "ProvenanceProfile",
+    "Quorum",
     "DigestClaim",
     "Digest",
 ]
@@ -186,6 +187,8 @@ Operation = Literal[
     "release",
     "get_leases",
     "get_digest",
+    "put_artifact",
+    "get_artifact",
 ]
 """The operations of SPEC §11, in the order of ``parley.OPERATIONS``."""
 
@@ -405,9 +408,14 @@ class Refutation(TypedDict):
     status: ClaimStatus
 
 
-class ClaimView(TypedDict):
-    """``get_claim``: a claim with its status, support and refutations."""
+class Quorum(TypedDict):
+    """A claim's quorum (SPEC §18.2): ``verify_quorum`` and the distinct verifiers so far."""
 
+    needed: int
+    have: int
+
+
+class _ClaimViewRequired(TypedDict):
     id: str
     message: str
     thread: str
@@ -424,6 +432,13 @@ class ClaimView(TypedDict):
     valid_until: Optional[str]
     expired: bool
     created_at: str
+
+
+class ClaimView(_ClaimViewRequired, total=False):
+    """``get_claim``: a claim with its status, support and refutations; ``quorum``
+    with the provenance profile on (SPEC §18.2)."""
+
+    quorum: Quorum
 
 
 # -- Operations (SPEC §11, §13) --------------------------------------------------------
