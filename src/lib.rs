@@ -111,9 +111,9 @@ pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease, LeaseRequest,
-    MessageView, Page, PostResult, Presence, SearchHit, Session, Support, ThreadSummary,
-    ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, Envelope, EventView, Imported, InboxItem, Lease,
+    LeaseRequest, MessageView, Page, PostResult, Presence, SearchHit, Session, Support,
+    ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

@@ -221,7 +221,9 @@ fn tool_list_shape() {
             assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
             assert_eq!(
                 tool["annotations"]["readOnlyHint"],
-                json!(!["post", "set_presence", "lease", "release"].contains(&name)),
+                json!(
+                    !["post", "set_presence", "lease", "release", "import_claim"].contains(&name)
+                ),
                 "{name}"
             );
             assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
@@ -232,6 +234,8 @@ fn tool_list_shape() {
                 "lease",
                 "release",
                 "get_leases",
+                "export_claim",
+                "import_claim",
             ]
             .contains(&name)
             {
@@ -245,6 +249,13 @@ fn tool_list_shape() {
                 }
             }
         }
+        // import_claim takes the bundle as an object, never its text.
+        let import = list.iter().find(|t| t["name"] == "import_claim").unwrap();
+        assert_eq!(
+            import["inputSchema"]["properties"]["bundle"]["type"],
+            "object"
+        );
+        assert_eq!(import["inputSchema"]["required"], json!(["bundle"]));
         let post = list.iter().find(|t| t["name"] == "post").unwrap();
         let schema = &post["inputSchema"];
         assert_eq!(schema["additionalProperties"], false);
@@ -302,6 +313,8 @@ fn tool_list_shape() {
                     "lease",
                     "release",
                     "get_leases",
+                    "export_claim",
+                    "import_claim",
                 ]
                 .contains(o)
             })

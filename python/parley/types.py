@@ -159,6 +159,9 @@ Reason = Literal[
     "lease_not_found",
     "artifact_not_found",
     "lease_authority_missing",
+    "realm_untrusted",
+    "bundle_invalid",
+    "already_imported",
     "rate_limited",
 ]
 """Every refusal reason (SPEC §12), in the order of ``parley.REASONS``."""
@@ -186,6 +189,8 @@ Operation = Literal[
     "release",
     "get_leases",
     "get_digest",
+    "export_claim",
+    "import_claim",
 ]
 """The operations of SPEC §11, in the order of ``parley.OPERATIONS``."""
 

@@ -1,5 +1,6 @@
 //! The engine: a forum over a [`Store`], the generic call, and the operations.
 
+mod bundles;
 pub(crate) mod claims;
 pub(crate) mod coordination;
 mod cursor;
@@ -26,7 +27,7 @@ use tokens::Right;
 /// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
 /// order transports list them. A forum offers those of its enabled profiles
 /// ([`Forum::offers`]).
-pub const OPERATIONS: [&str; 16] = [
+pub const OPERATIONS: [&str; 18] = [
     "get_manifest",
     "whoami",
     "post",
@@ -43,6 +44,8 @@ pub const OPERATIONS: [&str; 16] = [
     "release",
     "get_leases",
     "get_digest",
+    "export_claim",
+    "import_claim",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -218,6 +221,9 @@ impl Forum {
         OPERATIONS.contains(&operation)
             && (operation != "get_claim" || self.config.dialectic)
             && (self.config.coordination || !coordination::OPERATIONS.contains(&operation))
+            // Claims travel only where there are claims (the dialectic profile).
+            && ((self.config.provenance && self.config.dialectic)
+                || !provenance::OPERATIONS.contains(&operation))
     }
 
     pub(crate) fn now(&self) -> i64 {
@@ -317,6 +323,8 @@ impl Forum {
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
             "get_digest" => self.get_digest(token, args_obj),
+            "export_claim" if self.offers(operation) => self.export_claim(token, args_obj),
+            "import_claim" if self.offers(operation) => self.import_claim(token, args_obj),
             op if coordination::OPERATIONS.contains(&op) => {
                 self.coordination_call(token, op, args_obj)
             }

@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Map, Value};
 
 mod coordination;
+mod provenance;
 
 fn string() -> Value {
     json!({ "type": "string" })
@@ -125,7 +126,7 @@ const EVENT_REQUIRED: [&str; 10] = [
     "at",
 ];
 
-const CLAIM_REQUIRED: [&str; 16] = [
+const CLAIM_REQUIRED: [&str; 17] = [
     "id",
     "message",
     "thread",
@@ -142,6 +143,7 @@ const CLAIM_REQUIRED: [&str; 16] = [
     "valid_until",
     "expired",
     "created_at",
+    "imported",
 ];
 
 /// The shapes a schema may share through `$defs`.
@@ -309,6 +311,7 @@ impl Doc {
             "valid_until": null_or(string()),
             "expired": boolean(),
             "created_at": string(),
+            "imported": null_or(provenance::imported()),
         }))
     }
 
@@ -368,7 +371,8 @@ impl Doc {
                 }),
                 vec!["identity", "kind", "rights", "label", "realm"],
             ),
-            "post" => (
+            // `import_claim` returns what `post` returns (SPEC §18.3).
+            "post" | "import_claim" => (
                 json!({
                     "message": self.shape(Shape::Message), "thread": self.shape(Shape::Thread),
                     "event": self.shape(Shape::Event), "events": array_of(self.shape(Shape::Event)),
@@ -424,6 +428,7 @@ impl Doc {
                     "omitted",
                 ],
             ),
+            "export_claim" => (json!({ "bundle": provenance::bundle() }), vec!["bundle"]),
             other => coordination::success(other).unwrap_or_else(|| (json!({}), vec![])),
         }
     }

@@ -183,6 +183,13 @@ impl ClaimView {
             valid_until: c.valid_until.map(time::format),
             expired: c.valid_until.is_some_and(|t| p.now > t),
             created_at: time::format(c.created_at),
+            imported: c.imported.as_ref().map(|i| super::types::Imported {
+                realm: i.realm.clone(),
+                claim: i.claim.clone(),
+                status: i.status.clone(),
+                exported_at: i.exported_at.clone(),
+                key: i.key.clone(),
+            }),
         }
     }
 }

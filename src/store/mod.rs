@@ -129,6 +129,12 @@ pub trait ReadTx {
     fn leases(&self) -> Result<Vec<LeaseRec>>;
     /// A stored lease.
     fn lease(&self, id: u64) -> Result<Option<LeaseRec>>;
+    /// The local claim that imported claim `claim` of `realm` (SPEC §18.3), if
+    /// one did. A backend that keeps no imports finds none.
+    fn imported_claim(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+        let _ = (realm, claim);
+        Ok(None)
+    }
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.
@@ -187,6 +193,15 @@ pub trait WriteTx: ReadTx {
     fn put_lease(&mut self, rec: &LeaseRec) -> Result<()>;
     /// Removes a lease (released, or expired).
     fn remove_lease(&mut self, id: u64) -> Result<()>;
+    /// Records that claim `claim` of `realm` was imported as local claim `local`
+    /// (SPEC §18.3), once: the engine checked [`ReadTx::imported_claim`] in this
+    /// transaction first. A backend that keeps no imports refuses the import.
+    fn put_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        let _ = (realm, claim, local);
+        Err(crate::error::Error::storage(
+            "this storage backend keeps no imported claims".to_owned(),
+        ))
+    }
     /// Commits and returns once the commit is durable (visible, when volatile).
     fn commit(self: Box<Self>) -> Result<()> {
         self.commit_deferred()?.wait()

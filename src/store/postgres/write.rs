@@ -52,6 +52,10 @@ impl WriteTx for Tx<'_> {
         self.delete_lease(id)
     }
 
+    fn put_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        self.write_imported(realm, claim, local)
+    }
+
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         let k = kind as usize;
         let last = match self.writing().ids[k] {

@@ -305,6 +305,14 @@ macro_rules! impl_read {
             fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
                 super::coordination::lease(&self.table(LEASES)?, id)
             }
+
+            fn imported_claim(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+                Ok(self
+                    .table(IMPORTS)?
+                    .get((realm, claim))
+                    .or_storage()?
+                    .map(|v| v.value()))
+            }
         }
     };
 }
