@@ -50,12 +50,12 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
     # New operations come after the eight of v1, in a fixed order (SPEC §11).
     assert manifest["operations"] == list(parley.OPERATIONS)
     assert parley.OPERATIONS[8:10] == ("get_messages", "search")
-    assert len(parley.OPERATIONS) == 16
+    assert len(parley.OPERATIONS) == 18
     assert (
         str(inspect.signature(parley.Forum).parameters["profiles"])
         == "profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance']"
     )
-    assert parley.OPERATIONS[-1] == "get_digest"
+    assert parley.OPERATIONS[-3:] == ("get_digest", "export_claim", "import_claim")
 
 
 def test_a_waiting_read_releases_the_gil_and_returns_when_a_post_lands(listening: parley.Forum) -> None:
