@@ -194,7 +194,8 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // `"list_threads"`, `"get_inbox"`, `"get_events"`, `"get_claim"`,
 // `"get_messages"`, `"search"`, `"get_digest"`, and with the coordination profile (SPEC §16, on by
 // default) `"set_presence"`, `"get_presence"`, `"lease"`, `"release"`,
-// `"get_leases"`) with the JSON object `args_json` (NULL: `{}`) for
+// `"get_leases"`, and with the provenance profile (SPEC §18, on by default)
+// `"export_claim"`, `"import_claim"`) with the JSON object `args_json` (NULL: `{}`) for
 // the holder of `token` (NULL: no token; operations that need one are then
 // refused with `token_missing`).
 //

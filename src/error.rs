@@ -77,6 +77,9 @@ reasons! {
     LeaseNotFound = ("lease_not_found", 404, "No active lease has this id: it never existed, was released, or expired."),
     ArtifactNotFound = ("artifact_not_found", 404, "No artifact with this sha256 ref is stored here (provenance profile): put_artifact it first."),
     LeaseAuthorityMissing = ("lease_authority_missing", 403, "Only the lease holder's identity, a lock holder or a human may release this lease."),
+    RealmUntrusted = ("realm_untrusted", 403, "The bundle's realm is not trusted by this forum, or no signature verifies with that realm's key (provenance profile)."),
+    BundleInvalid = ("bundle_invalid", 400, "The bundle is not a DSSE envelope of an in-toto statement of a claim in RFC 8785 canonical form whose subject digest matches its claim (provenance profile)."),
+    AlreadyImported = ("already_imported", 409, "This forum already imported this claim of this realm (provenance profile)."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
 
@@ -364,7 +367,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 32);
+        assert_eq!(Reason::ALL.len(), 35);
     }
 
     #[test]

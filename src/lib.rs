@@ -112,9 +112,9 @@ pub use protocol::kinds::{AuthorKind, EventKind, Origin};
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
-    Artifact, Author, ClaimView, Digest, DigestClaim, Envelope, EventView, InboxItem, Lease,
-    LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, SearchHit, Session, Support,
-    ThreadSummary, ThreadView, Turn, WhoAmI,
+    Artifact, Author, ClaimView, Digest, DigestClaim, Envelope, EventView, Imported, InboxItem,
+    Lease, LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, SearchHit, Session,
+    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 pub use time::parse as parse_time;
 

@@ -221,9 +221,15 @@ fn tool_list_shape() {
             assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
             assert_eq!(
                 tool["annotations"]["readOnlyHint"],
-                json!(
-                    !["post", "set_presence", "lease", "release", "put_artifact"].contains(&name)
-                ),
+                json!(![
+                    "post",
+                    "set_presence",
+                    "lease",
+                    "release",
+                    "put_artifact",
+                    "import_claim"
+                ]
+                .contains(&name)),
                 "{name}"
             );
             assert!(tool["inputSchema"]["properties"].is_object(), "{name}");
@@ -236,6 +242,8 @@ fn tool_list_shape() {
                 "get_leases",
                 "put_artifact",
                 "get_artifact",
+                "export_claim",
+                "import_claim",
             ]
             .contains(&name)
             {
@@ -249,6 +257,13 @@ fn tool_list_shape() {
                 }
             }
         }
+        // import_claim takes the bundle as an object, never its text.
+        let import = list.iter().find(|t| t["name"] == "import_claim").unwrap();
+        assert_eq!(
+            import["inputSchema"]["properties"]["bundle"]["type"],
+            "object"
+        );
+        assert_eq!(import["inputSchema"]["required"], json!(["bundle"]));
         let post = list.iter().find(|t| t["name"] == "post").unwrap();
         let schema = &post["inputSchema"];
         assert_eq!(schema["additionalProperties"], false);
@@ -308,6 +323,8 @@ fn tool_list_shape() {
                     "get_leases",
                     "put_artifact",
                     "get_artifact",
+                    "export_claim",
+                    "import_claim",
                 ]
                 .contains(o)
             })

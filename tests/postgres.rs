@@ -112,6 +112,7 @@ fn downgrade_to_version_1(client: &mut postgres::Client, name: &str) {
              DELETE FROM parley_meta WHERE key = 'lease_last';
              DROP TABLE realm_key;
              DROP TABLE artifacts;
+             DROP TABLE imports;
              UPDATE parley_meta SET value = 1 WHERE key = 'schema_version';"
         ))
         .expect("downgraded");
@@ -680,8 +681,10 @@ fn without_cursors(v: &Value) -> Value {
                     // forum has its own realm key (SPEC §18.3).
                     let v = if k == "cursor" && v.is_string() {
                         json!("<cursor>")
-                    } else if k == "realm_key" && v.is_string() {
-                        json!("<realm key>")
+                    } else if matches!(k.as_str(), "realm_key" | "keyid" | "sig" | "key")
+                        && v.is_string()
+                    {
+                        json!("<realm key or signature>")
                     } else {
                         without_cursors(v)
                     };

@@ -160,6 +160,9 @@ Reason = Literal[
     "lease_not_found",
     "artifact_not_found",
     "lease_authority_missing",
+    "realm_untrusted",
+    "bundle_invalid",
+    "already_imported",
     "rate_limited",
 ]
 """Every refusal reason (SPEC §12), in the order of ``parley.REASONS``."""
@@ -189,6 +192,8 @@ Operation = Literal[
     "get_digest",
     "put_artifact",
     "get_artifact",
+    "export_claim",
+    "import_claim",
 ]
 """The operations of SPEC §11, in the order of ``parley.OPERATIONS``."""
 

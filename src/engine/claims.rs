@@ -70,6 +70,7 @@ fn new_claim(tx: &mut dyn WriteTx, message: &MessageRec, refutes: Option<u64>) -
         superseded_by: None,
         valid_until: message.valid_until,
         created_at: message.created_at,
+        imported: None,
     })
 }
 

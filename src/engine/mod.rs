@@ -1,5 +1,6 @@
 //! The engine: a forum over a [`Store`], the generic call, and the operations.
 
+mod bundles;
 pub(crate) mod claims;
 pub(crate) mod coordination;
 mod cursor;
@@ -26,7 +27,7 @@ use tokens::Right;
 /// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
 /// order transports list them. A forum offers those of its enabled profiles
 /// ([`Forum::offers`]).
-pub const OPERATIONS: [&str; 18] = [
+pub const OPERATIONS: [&str; 20] = [
     "get_manifest",
     "whoami",
     "post",
@@ -45,6 +46,8 @@ pub const OPERATIONS: [&str; 18] = [
     "get_digest",
     "put_artifact",
     "get_artifact",
+    "export_claim",
+    "import_claim",
 ];
 
 /// A Parley forum. `Send + Sync`: share it (e.g. in an `Arc`) among threads; posts
@@ -221,6 +224,8 @@ impl Forum {
             && (operation != "get_claim" || self.config.dialectic)
             && (self.config.coordination || !coordination::OPERATIONS.contains(&operation))
             && (self.config.provenance || !provenance::OPERATIONS.contains(&operation))
+            // Claims travel only where there are claims (the dialectic profile).
+            && (self.config.dialectic || !provenance::CLAIM_OPERATIONS.contains(&operation))
     }
 
     pub(crate) fn now(&self) -> i64 {
@@ -320,6 +325,8 @@ impl Forum {
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
             "get_digest" => self.get_digest(token, args_obj),
+            "export_claim" if self.offers(operation) => self.export_claim(token, args_obj),
+            "import_claim" if self.offers(operation) => self.import_claim(token, args_obj),
             op if coordination::OPERATIONS.contains(&op) => {
                 self.coordination_call(token, op, args_obj)
             }

@@ -10,7 +10,7 @@ use super::claims;
 use super::group::{Batch, Gather};
 use super::place::resolve;
 use super::tokens::{presented, Caller, Right};
-use super::view;
+use super::view::{self, topic};
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::acts::Needs;
@@ -27,7 +27,7 @@ mod recent_keys;
 pub(crate) use recent_keys::RecentKeys;
 
 /// Posts of one batch, applied in one transaction (see `group`).
-struct Poster<'f>(&'f Forum);
+pub(super) struct Poster<'f>(pub(super) &'f Forum);
 
 impl<'f> Batch for Poster<'f> {
     type Job = PostJob;
@@ -42,9 +42,10 @@ impl<'f> Batch for Poster<'f> {
         let forum = self.0;
         let outcome = forum
             .authenticate_digest(&**tx, job.token.as_ref())
-            .and_then(|caller| {
-                let checked = job.checked?;
-                forum.apply(&mut **tx, &caller, checked, forum.now())
+            .and_then(|caller| match &job.import {
+                // `import_claim` (SPEC §18.3): `already_imported` before the post's checks.
+                Some(import) => forum.apply_import(&mut **tx, &caller, job.checked, import),
+                None => forum.apply(&mut **tx, &caller, job.checked?, forum.now()),
             });
         match outcome {
             // A failure below the protocol may have left part of this post written.
@@ -78,23 +79,15 @@ impl<'f> Batch for Poster<'f> {
 /// A post waiting for its batch.
 pub(crate) struct PostJob {
     /// The digest of its token (see `tokens::presented`).
-    token: Option<[u8; 32]>,
-    checked: std::result::Result<Checked, Refusal>,
+    pub(super) token: Option<[u8; 32]>,
+    pub(super) checked: std::result::Result<Checked, Refusal>,
+    /// The origin of the claim an `import_claim` posts (`super::bundles`).
+    pub(super) import: Option<Box<crate::store::records::ImportedRec>>,
 }
 
 /// The refusal of a post whose envelope is neither an object nor absent.
 pub(super) fn not_an_envelope() -> Error {
     Refusal::new(Reason::InvalidBody, "the envelope must be a JSON object").into()
-}
-
-fn topic(body: &str) -> String {
-    body.lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .chars()
-        .take(80)
-        .collect()
 }
 
 impl Forum {
@@ -109,6 +102,7 @@ impl Forum {
         let job = PostJob {
             token: presented(token),
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
+            import: None,
         };
         let hint = RecentKeys::hint(&job);
         if let Some(replay) = self.replay_early(&job, hint)? {
@@ -168,6 +162,7 @@ impl Forum {
             let job = PostJob {
                 token: presented(*token),
                 checked: envelope::check(envelope, &self.config.limits, self.config.dialectic),
+                import: None,
             };
             let hint = RecentKeys::hint(&job);
             match self.replay_early(&job, hint) {
@@ -568,7 +563,7 @@ impl Applied {
     /// The result of `post` (SPEC §11): `message`, `thread`, then `event` or
     /// `events` when states changed, and `claim`. `guards`: whether the thread
     /// shows `since_progress` (the guards profile is on).
-    fn render(self, guards: bool) -> Value {
+    pub(crate) fn render(self, guards: bool) -> Value {
         let mut out = Map::new();
         out.insert(
             "message".into(),

@@ -26,8 +26,12 @@ pub(crate) const OPERATIONS: [&str; 4] = [
     "import_claim",
 ];
 
-/// The profile's operations this engine has, as [`crate::OPERATIONS`] lists them.
+/// The profile's artifact operations (SPEC §18.1), dispatched together.
 pub(crate) const ARTIFACT_OPERATIONS: [&str; 2] = ["put_artifact", "get_artifact"];
+
+/// The profile's operations on claims (SPEC §18.3): offered only where the
+/// dialectic profile gives claims.
+pub(crate) const CLAIM_OPERATIONS: [&str; 2] = ["export_claim", "import_claim"];
 
 fn not_found(reference: &str) -> Refusal {
     Refusal::new(

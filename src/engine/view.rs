@@ -241,6 +241,7 @@ pub(crate) fn claim(
         "valid_until": opt_time(c.valid_until),
         "expired": c.valid_until.is_some_and(|t| now > t),
         "created_at": time::format(c.created_at),
+        "imported": c.imported,
     });
     if let Some(needed) = quorum {
         out["quorum"] = json!({ "needed": needed, "have": crate::protocol::claim::verifiers(c) });
@@ -261,6 +262,18 @@ pub(crate) fn digest_claim(c: &ClaimRec) -> Value {
 /// label of the holder's token. Records keep the label alone.
 pub(crate) fn lock_label(label: &Option<String>) -> Option<String> {
     label.as_ref().map(|l| format!("KI · {l}"))
+}
+
+/// A new thread's topic: the first line of its root's body, trimmed, at most 80
+/// characters.
+pub(crate) fn topic(body: &str) -> String {
+    body.lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(80)
+        .collect()
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ const EVENT_REQUIRED: [&str; 10] = [
     "at",
 ];
 
-const CLAIM_REQUIRED: [&str; 16] = [
+const CLAIM_REQUIRED: [&str; 17] = [
     "id",
     "message",
     "thread",
@@ -143,6 +143,7 @@ const CLAIM_REQUIRED: [&str; 16] = [
     "valid_until",
     "expired",
     "created_at",
+    "imported",
 ];
 
 /// The shapes a schema may share through `$defs`.
@@ -312,6 +313,7 @@ impl Doc {
             "created_at": string(),
             // With the provenance profile on (SPEC §18.2).
             "quorum": provenance::quorum(),
+            "imported": null_or(provenance::imported()),
         }))
     }
 
@@ -371,7 +373,8 @@ impl Doc {
                 }),
                 vec!["identity", "kind", "rights", "label", "realm"],
             ),
-            "post" => (
+            // `import_claim` returns what `post` returns (SPEC §18.3).
+            "post" | "import_claim" => (
                 json!({
                     "message": self.shape(Shape::Message), "thread": self.shape(Shape::Thread),
                     "event": self.shape(Shape::Event), "events": array_of(self.shape(Shape::Event)),
@@ -427,6 +430,7 @@ impl Doc {
                     "omitted",
                 ],
             ),
+            "export_claim" => (json!({ "bundle": provenance::bundle() }), vec!["bundle"]),
             other => coordination::success(other)
                 .or_else(|| provenance::success(other))
                 .unwrap_or_else(|| (json!({}), vec![])),

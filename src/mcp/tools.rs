@@ -291,6 +291,11 @@ impl ManifestFacts {
                 &["q"],
             ),
             "get_digest" => object(json!({ "thread": self.id("thread", "th") }), &["thread"]),
+            "export_claim" => object(json!({ "claim": self.id("claim", "cl") }), &["claim"]),
+            "import_claim" => object(
+                json!({ "bundle": provenance_bundle(), "thread": self.id("thread", "th") }),
+                &["bundle"],
+            ),
             // `properties` even when empty: some clients (smolagents through
             // mcpadapt) read it without checking that it is there.
             other => self
@@ -301,11 +306,30 @@ impl ManifestFacts {
     }
 }
 
+/// `import_claim`'s `bundle`: a DSSE envelope as `export_claim` gives it, passed
+/// on whole (an object, not its text).
+fn provenance_bundle() -> Value {
+    json!({
+        "type": "object",
+        "description": "The DSSE envelope that export_claim returned as `bundle`, unchanged.",
+        "properties": {
+            "payloadType": { "type": "string" },
+            "payload": { "type": "string" },
+            "signatures": { "type": "array", "items": {
+                "type": "object",
+                "properties": { "keyid": { "type": "string" }, "sig": { "type": "string" } },
+                "required": ["keyid", "sig"],
+            } },
+        },
+        "required": ["payloadType", "payload", "signatures"],
+    })
+}
+
 /// Whether an operation only reads.
 pub(crate) fn read_only(operation: &str) -> bool {
     !matches!(
         operation,
-        "post" | "set_presence" | "lease" | "release" | "put_artifact"
+        "post" | "set_presence" | "lease" | "release" | "put_artifact" | "import_claim"
     )
 }
 
@@ -329,6 +353,8 @@ fn title(operation: &str) -> &'static str {
         "get_digest" => "Read a thread's digest",
         "put_artifact" => "Store an artifact (bytes that evidence can point at)",
         "get_artifact" => "Read an artifact",
+        "export_claim" => "Export a claim as a signed bundle",
+        "import_claim" => "Import a signed claim of another realm",
         _ => "",
     }
 }

@@ -114,6 +114,7 @@ mod tests {
             superseded_by: None,
             valid_until: None,
             created_at: 0,
+            imported: None,
         }
     }
 

@@ -347,6 +347,25 @@ pub struct ClaimRec {
     pub valid_until: Option<i64>,
     /// Creation time.
     pub created_at: i64,
+    /// Where the claim came from when `import_claim` made it (SPEC §18.3); absent
+    /// from the records of local claims, and of every claim written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportedRec>,
+}
+
+/// The origin of an imported claim, as its verified bundle told it (SPEC §18.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportedRec {
+    /// The exporting realm.
+    pub realm: String,
+    /// The claim's id there.
+    pub claim: String,
+    /// Its status there at export.
+    pub status: String,
+    /// When it was exported (that forum's clock).
+    pub exported_at: String,
+    /// The key that signed the bundle (`ed25519:…`).
+    pub key: String,
 }
 
 /// What an event records.

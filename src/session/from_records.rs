@@ -187,6 +187,13 @@ impl ClaimView {
                 needed: needed as u64,
                 have: crate::protocol::claim::verifiers(c) as u64,
             }),
+            imported: c.imported.as_ref().map(|i| super::types::Imported {
+                realm: i.realm.clone(),
+                claim: i.claim.clone(),
+                status: i.status.clone(),
+                exported_at: i.exported_at.clone(),
+                key: i.key.clone(),
+            }),
         }
     }
 }

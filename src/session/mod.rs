@@ -15,8 +15,8 @@ use crate::Forum;
 pub use coordination::{Lease, LeaseRequest, Presence};
 pub use provenance::{Artifact, Quorum};
 pub use types::{
-    Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, SearchHit,
-    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Author, ClaimView, Digest, DigestClaim, EventView, Imported, InboxItem, MessageView, Page,
+    SearchHit, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 
 /// One envelope to post (SPEC §3), built field by field.
@@ -190,15 +190,20 @@ impl Session<'_> {
         let applied = self
             .forum
             .guarded(|| self.forum.post_applied(self.token(), &env))?;
+        Ok(self.post_result(applied))
+    }
+
+    /// What `post` returns, typed.
+    fn post_result(&self, applied: crate::engine::post::Applied) -> PostResult {
         let message = MessageView::from_rec(applied.message, Vec::new());
-        Ok(PostResult {
+        PostResult {
             message_id: message.id.clone(),
             message,
             thread: ThreadSummary::from_rec(&applied.thread, self.forum.config.guards),
             events: applied.events.iter().map(EventView::from_rec).collect(),
             claim: applied.claim.as_ref().map(ClaimView::from_parts),
             replayed: applied.replayed,
-        })
+        }
     }
 
     /// A thread with its messages as a tree.

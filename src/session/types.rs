@@ -245,6 +245,23 @@ pub struct ClaimView {
     /// (SPEC §18.2).
     #[serde(default)]
     pub quorum: Option<super::Quorum>,
+    /// Where the claim came from, when `import_claim` made it (SPEC §18.3).
+    pub imported: Option<Imported>,
+}
+
+/// The origin of an imported claim (SPEC §18.3), as its verified bundle told it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Imported {
+    /// The exporting realm.
+    pub realm: String,
+    /// The claim's id there.
+    pub claim: String,
+    /// Its status there at export (a string: another realm may know others).
+    pub status: String,
+    /// When it was exported (that forum's clock).
+    pub exported_at: String,
+    /// The key that signed the bundle (`ed25519:…`).
+    pub key: String,
 }
 
 /// A claim as the digest lists it (SPEC §17).

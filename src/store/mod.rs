@@ -135,6 +135,12 @@ pub trait ReadTx {
     fn has_artifact(&self, digest: &[u8; 32]) -> Result<bool> {
         Ok(self.artifact(digest)?.is_some())
     }
+    /// The local claim that imported claim `claim` of `realm` (SPEC §18.3), if
+    /// one did. A backend that keeps no imports finds none.
+    fn imported_claim(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+        let _ = (realm, claim);
+        Ok(None)
+    }
 }
 
 /// The writes of one post (or one token change), applied atomically on commit.
@@ -196,6 +202,15 @@ pub trait WriteTx: ReadTx {
     /// Stores an artifact under the SHA-256 of its bytes. The engine calls it only
     /// for a digest not stored yet (the first put is kept).
     fn put_artifact(&mut self, digest: &[u8; 32], rec: &ArtifactRec) -> Result<()>;
+    /// Records that claim `claim` of `realm` was imported as local claim `local`
+    /// (SPEC §18.3), once: the engine checked [`ReadTx::imported_claim`] in this
+    /// transaction first. A backend that keeps no imports refuses the import.
+    fn put_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        let _ = (realm, claim, local);
+        Err(crate::error::Error::storage(
+            "this storage backend keeps no imported claims".to_owned(),
+        ))
+    }
     /// Commits and returns once the commit is durable (visible, when volatile).
     fn commit(self: Box<Self>) -> Result<()> {
         self.commit_deferred()?.wait()

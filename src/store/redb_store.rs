@@ -175,6 +175,7 @@ impl RedbStore {
         txn.open_table(PRESENCE).or_storage()?;
         txn.open_table(LEASES).or_storage()?;
         txn.open_table(ARTIFACTS).or_storage()?;
+        txn.open_table(IMPORTS).or_storage()?;
         let realm_secret = realm_secret(&txn)?;
         txn.commit().or_storage()?;
         // The message map first: the word index's migration reads it.

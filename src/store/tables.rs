@@ -62,6 +62,9 @@ pub(super) const WORD_BLOCKS: TableDefinition<(&str, u64), &[u8]> =
 /// file is its owner's only (mode 0600, `super::file`); the seed leaves the store
 /// only as a `RealmSecret`, which never shows it.
 pub(super) const REALM_KEY: TableDefinition<&str, &[u8]> = TableDefinition::new("realm_key");
+/// (realm, claim id there) → the local claim that imported it (SPEC §18.3), so
+/// that a claim is imported once.
+pub(super) const IMPORTS: TableDefinition<(&str, &str), u64> = TableDefinition::new("imports");
 /// The entry of [`REALM_KEY`] that holds the seed.
 pub(super) const REALM_SEED: &str = "ed25519_seed";
 

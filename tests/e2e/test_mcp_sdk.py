@@ -34,11 +34,11 @@ BIN = Path(os.environ.get("PARLEY_BIN", REPO / "target" / "debug" / "parley"))
 OPERATIONS = [
     "get_manifest", "whoami", "post", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim",
     "get_messages", "search", "set_presence", "get_presence", "lease", "release", "get_leases", "get_digest",
-    "put_artifact", "get_artifact",
+    "put_artifact", "get_artifact", "export_claim", "import_claim",
 ]
 READ_ONLY = {
     "get_manifest", "whoami", "get_thread", "list_threads", "get_inbox", "get_events", "get_claim",
-    "get_messages", "search", "get_presence", "get_leases", "get_digest", "get_artifact",
+    "get_messages", "search", "get_presence", "get_leases", "get_digest", "get_artifact", "export_claim",
 }
 WAITING = {"get_inbox", "get_events", "get_messages", "list_threads"}
 MODES = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}

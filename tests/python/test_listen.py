@@ -55,7 +55,7 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
         str(inspect.signature(parley.Forum).parameters["profiles"])
         == "profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance']"
     )
-    assert parley.OPERATIONS[15:] == ("get_digest", "put_artifact", "get_artifact")
+    assert parley.OPERATIONS[15:] == ("get_digest", "put_artifact", "get_artifact", "export_claim", "import_claim")
 
 
 def test_a_waiting_read_releases_the_gil_and_returns_when_a_post_lands(listening: parley.Forum) -> None:

@@ -1,9 +1,10 @@
-//! Output schemas of the provenance profile's tools (SPEC §18): an artifact, in
-//! place (not recursive).
+//! Output schemas of the provenance profile's tools (SPEC §18): an artifact, a
+//! quorum, a bundle (a DSSE envelope) and an imported claim's origin, in place
+//! (none recurses).
 
 use serde_json::{json, Value};
 
-use super::{object, string};
+use super::{array_of, object, string};
 
 /// An artifact (SPEC §18.1).
 fn artifact() -> Value {
@@ -35,4 +36,30 @@ pub(super) fn success(operation: &str) -> Option<(Value, Vec<&'static str>)> {
         ),
         _ => return None,
     })
+}
+
+/// A DSSE envelope: `payloadType`, `payload` (base64), `signatures`.
+pub(super) fn bundle() -> Value {
+    object(
+        json!({
+            "payloadType": string(),
+            "payload": string(),
+            "signatures": array_of(object(
+                json!({ "keyid": string(), "sig": string() }),
+                &["keyid", "sig"],
+            )),
+        }),
+        &["payloadType", "payload", "signatures"],
+    )
+}
+
+/// `get_claim`'s `imported`: where an imported claim came from.
+pub(super) fn imported() -> Value {
+    object(
+        json!({
+            "realm": string(), "claim": string(), "status": string(),
+            "exported_at": string(), "key": string(),
+        }),
+        &["realm", "claim", "status", "exported_at", "key"],
+    )
 }

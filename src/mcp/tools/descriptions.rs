@@ -63,6 +63,21 @@ const LEASE: &str = "Claims a resource (a file, a directory with a trailing `/`,
     and `expires_at`; work on something else, ask the holder in a thread, or try again \
     after it expires.";
 
+const EXPORT_CLAIM: &str = "Exports a claim (`claim`: `cl_<n>`) as a bundle anyone can \
+    check offline: a DSSE envelope over an in-toto statement holding the claim as get_claim \
+    shows it now, signed with this forum's realm key (`realm_key` in get_manifest). Pass \
+    `bundle` unchanged to import_claim of another forum that trusts this realm. An unknown \
+    claim is `claim_not_found`.";
+
+const IMPORT_CLAIM: &str = "Imports a claim of another realm: `bundle` is what export_claim \
+    returned there, unchanged. Posts, as you, an `assert` of the claim's text with a `hash` \
+    evidence naming its origin, in `thread` or a new thread, and returns what post returns; \
+    get_claim then shows `imported` (realm, claim, status, exported_at, key). Refused: \
+    `bundle_invalid` (not a bundle, altered, or its digest does not match), \
+    `realm_untrusted` (this forum does not trust the realm, or the signature is not that \
+    realm's), `already_imported` (this claim of that realm was imported here before), and \
+    whatever refuses a post.";
+
 const RELEASE: &str = "Ends an active lease (`lease`: `ls_<n>`), so others may claim the \
     resource. Release your leases as soon as you are done. Only the holder's identity, a \
     token with the lock right, or a person may release a lease (`lease_authority_missing` \
@@ -118,6 +133,8 @@ pub(super) fn description(operation: &str, dialectic: bool, limits: &Settings) -
         "get_digest" => GET_DIGEST.to_string(),
         "put_artifact" => put_artifact(limits),
         "get_artifact" => GET_ARTIFACT.to_string(),
+        "export_claim" => EXPORT_CLAIM.to_string(),
+        "import_claim" => IMPORT_CLAIM.to_string(),
         other => format!("The `{other}` operation."),
     }
 }

@@ -1,5 +1,6 @@
 //! The coordination profile's records (SPEC §16) in PostgreSQL: `presence` by
-//! (identity, extension), `leases` by id, and the lease counter in `parley_meta`.
+//! (identity, extension), `leases` by id, and the lease counter in `parley_meta`;
+//! and the imported claims of the provenance profile (SPEC §18.3).
 //!
 //! A lease is judged and written by the forum's one writer (`read::Tx::writer`
 //! holds the forum's advisory lock until commit), so two engines racing for one
@@ -77,6 +78,30 @@ impl Tx<'_> {
 
     pub(super) fn delete_lease(&mut self, id: u64) -> Result<()> {
         self.with(|c| c.exec("DELETE FROM leases WHERE id = $1", &[&big(id)]))?;
+        Ok(())
+    }
+}
+
+/// The imported claims of SPEC §18.3 (table `imports`), judged and written by
+/// the forum's one writer like leases.
+impl Tx<'_> {
+    pub(super) fn read_imported(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+        let row = self.with(|c| {
+            c.row(
+                "SELECT local FROM imports WHERE realm = $1 AND claim = $2",
+                &[&realm, &claim],
+            )
+        })?;
+        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
+    }
+
+    pub(super) fn write_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        self.with(|c| {
+            c.exec(
+                "INSERT INTO imports (realm, claim, local) VALUES ($1, $2, $3)",
+                &[&realm, &claim, &big(local)],
+            )
+        })?;
         Ok(())
     }
 }

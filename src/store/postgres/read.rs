@@ -260,6 +260,10 @@ impl ReadTx for Tx<'_> {
         self.artifact_stored(digest)
     }
 
+    fn imported_claim(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+        self.read_imported(realm, claim)
+    }
+
     fn last_id(&self, kind: IdKind) -> Result<u64> {
         if let Some(known) = self.cache.last_id(kind as usize) {
             return Ok(known);

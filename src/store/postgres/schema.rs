@@ -71,14 +71,18 @@ const MIGRATIONS: &[&str] = &[
                             rec bytea NOT NULL, PRIMARY KEY (identity, extension));
      CREATE TABLE leases (id bigint PRIMARY KEY, rec bytea NOT NULL);
      INSERT INTO parley_meta (key, value) VALUES ('lease_last', 0);",
-    // Version 6: the realm key pair (SPEC §18.3), its 32-byte Ed25519 seed under
-    // the name 'ed25519_seed', made by the first engine that opens the forum
-    // (`realm_secret`). Like every table of the forum, readable by the roles the
-    // database grants it to, and by no view or response. And the artifacts of the
-    // provenance profile (SPEC §18.1), keyed by the SHA-256 of their bytes, written once.
+    // Version 6: the provenance profile (SPEC §18). The realm key pair, its 32-byte
+    // Ed25519 seed under the name 'ed25519_seed', made by the first engine that opens
+    // the forum (`realm_secret`); like every table of the forum, readable by the roles
+    // the database grants it to, and by no view or response. The artifacts (§18.1),
+    // keyed by the SHA-256 of their bytes, written once. The imported claims (§18.3),
+    // keyed by (realm, claim there): the key makes a second import of one claim fail
+    // even past the engine's check.
     "CREATE TABLE realm_key (name text COLLATE \"C\" PRIMARY KEY, seed bytea NOT NULL);
      CREATE TABLE artifacts (digest bytea PRIMARY KEY, media_type text NOT NULL,
-                             created_at bigint NOT NULL, content bytea NOT NULL);",
+                             created_at bigint NOT NULL, content bytea NOT NULL);
+     CREATE TABLE imports (realm text COLLATE \"C\" NOT NULL, claim text COLLATE \"C\" NOT NULL,
+                           local bigint NOT NULL, PRIMARY KEY (realm, claim));",
 ];
 
 /// The schema version this release writes.

@@ -60,6 +60,10 @@ impl WriteTx for Tx<'_> {
         self.write_artifact(digest, rec)
     }
 
+    fn put_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        self.write_imported(realm, claim, local)
+    }
+
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         let k = kind as usize;
         let last = match self.writing().ids[k] {

@@ -316,6 +316,14 @@ macro_rules! impl_read {
             fn has_artifact(&self, digest: &[u8; 32]) -> Result<bool> {
                 super::artifacts::has_artifact(&self.table(ARTIFACTS)?, digest)
             }
+
+            fn imported_claim(&self, realm: &str, claim: &str) -> Result<Option<u64>> {
+                Ok(self
+                    .table(IMPORTS)?
+                    .get((realm, claim))
+                    .or_storage()?
+                    .map(|v| v.value()))
+            }
         }
     };
 }

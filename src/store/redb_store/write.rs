@@ -28,6 +28,13 @@ impl WriteTx for Writer<'_> {
         self.write_artifact(digest, rec)
     }
 
+    fn put_imported(&mut self, realm: &str, claim: &str, local: u64) -> Result<()> {
+        self.table(IMPORTS)?
+            .insert((realm, claim), local)
+            .or_storage()?;
+        Ok(())
+    }
+
     fn next_id(&mut self, kind: IdKind) -> Result<u64> {
         let k = kind as usize;
         let last = match self.ids[k] {
