@@ -53,7 +53,14 @@ impl McpCall {
         }
         // Reads have no effect, so the generic call can run first and be compared
         // exactly, not only against the transcript's pattern.
-        let writes = ["post", "set_presence", "lease", "release"];
+        let writes = [
+            "post",
+            "set_presence",
+            "lease",
+            "release",
+            "put_artifact",
+            "import_claim",
+        ];
         let before = (!writes.contains(&op)).then(|| direct_call(forum, token, op, args));
 
         self.calls += 1;
