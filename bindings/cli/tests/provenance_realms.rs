@@ -61,7 +61,6 @@ fn refused(resp: &Response, status: u16, reason: &str) {
 }
 
 #[test]
-#[ignore = "export_claim and import_claim are not in the engine yet (SPEC §18.3)"]
 fn a_claim_exported_from_a_file_forum_is_imported_into_postgres_once() {
     let Some(base) = pg::server() else {
         return;

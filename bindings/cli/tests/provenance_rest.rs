@@ -246,7 +246,6 @@ fn artifact_refusals_have_their_status() {
 }
 
 #[test]
-#[ignore = "export_claim and import_claim are not in the engine yet (SPEC §18.3)"]
 fn bundle_routes_refuse_with_their_status() {
     let f = fixture();
     let alice = Some(f.alice.as_str());
