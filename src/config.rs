@@ -49,6 +49,10 @@ pub struct Limits {
     pub lease_ttl_max_s: usize,
     /// Most active leases one holder may hold (SPEC §16.2).
     pub leases_max: usize,
+    /// Most bytes in one artifact (the provenance profile, SPEC §18.1).
+    pub artifact_max_bytes: usize,
+    /// Distinct verifying identities a claim needs to be `verified` (SPEC §18.2).
+    pub verify_quorum: usize,
 }
 
 impl Default for Limits {
@@ -72,13 +76,15 @@ impl Default for Limits {
             echo_window: 8,
             lease_ttl_max_s: 86_400,
             leases_max: 64,
+            artifact_max_bytes: 49_152,
+            verify_quorum: 1,
         }
     }
 }
 
 impl Limits {
     /// The limits as `(name, value)` pairs, in manifest order.
-    pub fn entries(&self) -> [(&'static str, usize); 18] {
+    pub fn entries(&self) -> [(&'static str, usize); 20] {
         [
             ("body_max_chars", self.body_max_chars),
             ("provenance_max_chars", self.provenance_max_chars),
@@ -98,6 +104,8 @@ impl Limits {
             ("echo_window", self.echo_window),
             ("lease_ttl_max_s", self.lease_ttl_max_s),
             ("leases_max", self.leases_max),
+            ("artifact_max_bytes", self.artifact_max_bytes),
+            ("verify_quorum", self.verify_quorum),
         ]
     }
 
@@ -123,6 +131,8 @@ impl Limits {
             "echo_window" => &mut self.echo_window,
             "lease_ttl_max_s" => &mut self.lease_ttl_max_s,
             "leases_max" => &mut self.leases_max,
+            "artifact_max_bytes" => &mut self.artifact_max_bytes,
+            "verify_quorum" => &mut self.verify_quorum,
             _ => return false,
         };
         *slot = value;
@@ -183,6 +193,9 @@ pub struct Config {
     /// Whether the coordination profile (SPEC §16: presence and leases) is on;
     /// default on. Its limits are `lease_ttl_max_s` and `leases_max`.
     pub coordination: bool,
+    /// Whether the provenance profile (SPEC §18: artifacts, quorum, signed claims)
+    /// is on; default on. Its limits are `artifact_max_bytes` and `verify_quorum`.
+    pub provenance: bool,
     /// Durable (the default) or volatile commits.
     pub durability: Durability,
     /// The clock.
@@ -200,6 +213,7 @@ impl Default for Config {
             listen: true,
             guards: true,
             coordination: true,
+            provenance: true,
             durability: Durability::Durable,
             clock: Arc::new(crate::time::system_now),
             progress: None,
@@ -216,6 +230,7 @@ impl std::fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("guards", &self.guards)
             .field("coordination", &self.coordination)
+            .field("provenance", &self.provenance)
             .field("durability", &self.durability)
             .finish_non_exhaustive()
     }
@@ -231,13 +246,14 @@ impl Config {
     ///
     /// ```json
     /// { "realm": "ainotes", "limits": { "body_max_chars": 500, "progress_max_messages": 24 },
-    ///   "profiles": ["dialectic", "listen", "guards", "coordination"], "durable": true,
+    ///   "profiles": ["dialectic", "listen", "guards", "coordination", "provenance"],
+    ///   "durable": true,
     ///   "clock": "2026-11-30T12:00:00.000Z" }
     /// ```
     ///
     /// Every key is optional; absent ones keep their defaults. `"guards": false`
     /// (or `true`) switches the guards profile alone, after `profiles`, and
-    /// `"coordination"` the coordination profile likewise. `clock` fixes the clock
+    /// `"coordination"` and `"provenance"` their profiles likewise. `clock` fixes the clock
     /// at that instant. An unknown key or a wrong type is an [`Error::InvalidArgument`].
     pub fn from_json(settings: &Value) -> Result<Config> {
         let bad = |msg: String| Error::InvalidArgument(msg);
@@ -268,7 +284,7 @@ impl Config {
                         .collect::<Result<Vec<_>>>()?;
                     config.set_profiles(&names)?;
                 }
-                "guards" | "coordination" => {}
+                "guards" | "coordination" | "provenance" => {}
                 "durable" => {
                     config.durability = match value {
                         Value::Bool(true) => Durability::Durable,
@@ -297,21 +313,27 @@ impl Config {
                 .as_bool()
                 .ok_or_else(|| bad("coordination must be true or false".into()))?;
         }
+        if let Some(provenance) = obj.get("provenance") {
+            config.provenance = provenance
+                .as_bool()
+                .ok_or_else(|| bad("provenance must be true or false".into()))?;
+        }
         config.validate()?;
         Ok(config)
     }
 
     /// Switches on the profiles named (`dialectic`, `listen`, `guards`,
-    /// `coordination`) and off the others.
+    /// `coordination`, `provenance`) and off the others.
     pub fn set_profiles<S: AsRef<str>>(&mut self, names: &[S]) -> Result<()> {
-        let (mut dialectic, mut listen, mut guards, mut coordination) =
-            (false, false, false, false);
+        let (mut dialectic, mut listen, mut guards, mut coordination, mut provenance) =
+            (false, false, false, false, false);
         for name in names {
             match name.as_ref() {
                 "dialectic" => dialectic = true,
                 "listen" => listen = true,
                 "guards" => guards = true,
                 "coordination" => coordination = true,
+                "provenance" => provenance = true,
                 other => {
                     return Err(Error::InvalidArgument(format!(
                         "unknown profile {}",
@@ -320,8 +342,13 @@ impl Config {
                 }
             }
         }
-        (self.dialectic, self.listen, self.guards, self.coordination) =
-            (dialectic, listen, guards, coordination);
+        (
+            self.dialectic,
+            self.listen,
+            self.guards,
+            self.coordination,
+            self.provenance,
+        ) = (dialectic, listen, guards, coordination, provenance);
         Ok(())
     }
 
@@ -417,6 +444,32 @@ mod tests {
     }
 
     #[test]
+    fn provenance_is_on_by_default_and_switched_by_profiles_or_alone() {
+        let c = Config::from_json(&json!({})).unwrap();
+        assert!(c.provenance);
+        assert_eq!(
+            (c.limits.artifact_max_bytes, c.limits.verify_quorum),
+            (49_152, 1)
+        );
+        let listed = Config::from_json(&json!({"profiles": ["provenance"]})).unwrap();
+        assert!(listed.provenance && !listed.coordination);
+        assert!(
+            !Config::from_json(&json!({"profiles": []}))
+                .unwrap()
+                .provenance
+        );
+        let off = Config::from_json(&json!({"provenance": false})).unwrap();
+        assert!(!off.provenance && off.coordination);
+        let set =
+            Config::from_json(&json!({"limits": {"verify_quorum": 3, "artifact_max_bytes": 10}}))
+                .unwrap();
+        assert_eq!(
+            (set.limits.verify_quorum, set.limits.artifact_max_bytes),
+            (3, 10)
+        );
+    }
+
+    #[test]
     fn settings_reject_unknown_and_mistyped() {
         for bad in [
             json!([]),
@@ -432,6 +485,9 @@ mod tests {
             json!({"limits": {"leases_max": 0}}),
             json!({"limits": {"lease_ttl_max_s": 0}}),
             json!({"limits": {"thread_max_depth": 0}}),
+            json!({"provenance": "on"}),
+            json!({"limits": {"verify_quorum": 0}}),
+            json!({"limits": {"artifact_max_bytes": 0}}),
         ] {
             assert!(
                 matches!(Config::from_json(&bad), Err(Error::InvalidArgument(_))),

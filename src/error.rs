@@ -75,6 +75,7 @@ reasons! {
     NoProgress = ("no_progress", 409, "The thread took progress_max_messages content messages by llm authors without progress (guards profile): decide, mark, or ask a person."),
     LeaseConflict = ("lease_conflict", 409, "An active lease of another holder overlaps the resource and one of the two is exclusive (coordination profile); the conflicting leases are in `leases`: wait for them to end, or work on something else."),
     LeaseNotFound = ("lease_not_found", 404, "No active lease has this id: it never existed, was released, or expired."),
+    ArtifactNotFound = ("artifact_not_found", 404, "No artifact with this sha256 ref is stored here (provenance profile): put_artifact it first."),
     LeaseAuthorityMissing = ("lease_authority_missing", 403, "Only the lease holder's identity, a lock holder or a human may release this lease."),
     RateLimited = ("rate_limited", 429, "Too many writes in the last minute by this identity; retry after retry_after_ms."),
 }
@@ -363,7 +364,7 @@ mod tests {
             assert!(seen.insert(reason.as_str()));
             assert_eq!(Reason::from_name(reason.as_str()), Some(*reason));
         }
-        assert_eq!(Reason::ALL.len(), 31);
+        assert_eq!(Reason::ALL.len(), 32);
     }
 
     #[test]

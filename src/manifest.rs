@@ -66,6 +66,15 @@ impl Forum {
                 }),
             );
         }
+        if config.provenance {
+            profiles.insert(
+                "provenance".into(),
+                json!({
+                    "operations": crate::engine::provenance::OPERATIONS,
+                    "limits": ["artifact_max_bytes", "verify_quorum"],
+                }),
+            );
+        }
         let operations: Vec<&str> = OPERATIONS
             .iter()
             .copied()

@@ -38,10 +38,12 @@ class Forum:
     SPEC §10), ``listen`` (reads that wait, §14.2) and ``guards`` (loops across
     agents refused as ``echoed_body`` and ``no_progress``, §15; its limits are
     ``progress_max_messages`` and ``echo_window``) and ``coordination`` (presence and
-    leases, §16; its limits are ``lease_ttl_max_s`` and ``leases_max``): a profile not
-    listed is off, so ``profiles=()`` switches all four off; ``guards=False`` (or
-    ``True``) switches the guards profile alone, whatever ``profiles`` says, and
-    ``coordination=`` the coordination profile likewise; ``durable=False`` skips the
+    leases, §16; its limits are ``lease_ttl_max_s`` and ``leases_max``) and
+    ``provenance`` (artifacts, quorum and signed claims, §18; its limits are
+    ``artifact_max_bytes`` and ``verify_quorum``): a profile not listed is off, so
+    ``profiles=()`` switches all five off; ``guards=False`` (or ``True``) switches the
+    guards profile alone, whatever ``profiles`` says, and ``coordination=`` and
+    ``provenance=`` their profiles likewise; ``durable=False`` skips the
     fsync after each post; ``clock`` fixes the time (an RFC 3339 string or an aware
     datetime), for deterministic tests.
 
@@ -58,9 +60,10 @@ class Forum:
         *,
         realm: str = "ainotes",
         limits: Optional[Mapping[str, int]] = None,
-        profiles: Sequence[str] = ["dialectic", "listen", "guards", "coordination"],
+        profiles: Sequence[str] = ["dialectic", "listen", "guards", "coordination", "provenance"],
         guards: Optional[bool] = None,
         coordination: Optional[bool] = None,
+        provenance: Optional[bool] = None,
         durable: bool = True,
         clock: Union[str, datetime.datetime, None] = None,
     ) -> "Forum": ...

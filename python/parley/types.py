@@ -89,6 +89,7 @@ __all__ = [
     "LeaseResult",
     "LeaseList",
     "CoordinationProfile",
+    "ProvenanceProfile",
     "DigestClaim",
     "Digest",
 ]
@@ -156,6 +157,7 @@ Reason = Literal[
     "no_progress",
     "lease_conflict",
     "lease_not_found",
+    "artifact_not_found",
     "lease_authority_missing",
     "rate_limited",
 ]
@@ -519,6 +521,8 @@ class Limits(TypedDict):
     echo_window: int
     lease_ttl_max_s: int
     leases_max: int
+    artifact_max_bytes: int
+    verify_quorum: int
 
 
 class DialecticProfile(TypedDict):
@@ -541,6 +545,13 @@ class GuardsProfile(TypedDict):
     limits: List[str]
 
 
+class ProvenanceProfile(TypedDict):
+    """The operations and limits of the provenance profile (SPEC §18)."""
+
+    operations: List[str]
+    limits: List[str]
+
+
 class Profiles(TypedDict, total=False):
     """The profiles switched on; a profile switched off is absent."""
 
@@ -548,6 +559,7 @@ class Profiles(TypedDict, total=False):
     listen: ListenProfile
     guards: GuardsProfile
     coordination: CoordinationProfile
+    provenance: ProvenanceProfile
 
 
 class ReasonInfo(TypedDict):

@@ -8,6 +8,7 @@ mod group;
 pub(crate) mod listen;
 mod place;
 pub(crate) mod post;
+pub(crate) mod provenance;
 pub(crate) mod read;
 pub(crate) mod tokens;
 pub(crate) mod view;

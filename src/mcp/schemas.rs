@@ -339,6 +339,7 @@ impl Doc {
                         "listen": object(json!({ "operations": strings() }), &["operations"]),
                         "guards": object(json!({ "limits": strings() }), &["limits"]),
                         "coordination": object(json!({ "operations": strings(), "limits": strings() }), &["operations", "limits"]),
+                        "provenance": object(json!({ "operations": strings(), "limits": strings() }), &["operations", "limits"]),
                     }), &[]),
                     "operations": strings(),
                     "reasons": array_of(object(

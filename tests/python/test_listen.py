@@ -53,7 +53,7 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
     assert len(parley.OPERATIONS) == 16
     assert (
         str(inspect.signature(parley.Forum).parameters["profiles"])
-        == "profiles=['dialectic', 'listen', 'guards', 'coordination']"
+        == "profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance']"
     )
     assert parley.OPERATIONS[-1] == "get_digest"
 

@@ -92,12 +92,12 @@ def run(path: Path) -> List[str]:
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "provenance", "durable", "clock"}, "settings")
     # Settings left out keep the engine's defaults, which the Python defaults follow
     # (`profiles` among them: dialectic, listen and guards).
     options = {
         key: settings[key]
-        for key in ("realm", "limits", "profiles", "guards", "coordination", "durable", "clock")
+        for key in ("realm", "limits", "profiles", "guards", "coordination", "provenance", "durable", "clock")
         if key in settings
     }
     forum = parley.Forum(None, **options)
@@ -245,7 +245,7 @@ def run_remote(path: Path, open_host: Callable[[Dict[str, Any]], ContextManager[
     if doc.get("name") != path.stem:
         return [f"{path.name}: name {doc.get('name')!r} differs from the file name"]
     settings = doc.get("settings", {})
-    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "durable", "clock"}, "settings")
+    _check_keys(settings, {"realm", "limits", "profiles", "guards", "coordination", "provenance", "durable", "clock"}, "settings")
     if not doc["steps"]:
         return [f"{path.name}: the transcript has no steps"]
     failures: List[str] = []

@@ -54,8 +54,8 @@ impl PyForum {
     // One argument per keyword of `parley.Forum(...)`, as Python callers see them.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(
-        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, coordination=None, durable=true, clock=None),
-        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards', 'coordination'], guards=None, coordination=None, durable=True, clock=None)"
+        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, coordination=None, provenance=None, durable=true, clock=None),
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance'], guards=None, coordination=None, provenance=None, durable=True, clock=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -65,6 +65,7 @@ impl PyForum {
         profiles: Option<Bound<'_, PyAny>>,
         guards: Option<bool>,
         coordination: Option<bool>,
+        provenance: Option<bool>,
         #[pyo3(from_py_with = args::durable)] durable: bool,
         clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -92,6 +93,10 @@ impl PyForum {
         // `coordination=` likewise switches the coordination profile (SPEC §16).
         if let Some(coordination) = coordination {
             config.coordination = coordination;
+        }
+        // `provenance=` likewise switches the provenance profile (SPEC §18).
+        if let Some(provenance) = provenance {
+            config.provenance = provenance;
         }
         if let Some(clock) = clock {
             let at = parley_forum::parse_time(&clock_text(py, &clock)?).ok_or_else(|| {
