@@ -63,6 +63,7 @@ pub mod fault;
 mod manifest;
 pub mod mcp;
 mod protocol;
+pub mod provenance;
 mod session;
 mod store;
 mod time;
