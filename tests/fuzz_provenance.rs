@@ -155,3 +155,45 @@ fn artifact_decoder_over_seeds_and_mutations() {
     .collect();
     run("artifact", seeds, targets::artifact);
 }
+
+/// The cases of the independent tamper script (tests/provenance/tamper.py, run over
+/// fuzz/corpus/bundle/python-0.json into tests/provenance/tampered.jsonl): the pure
+/// verifier refuses every one, those too that only touch a base64 field's unused
+/// bits (Python's lenient decoder reads them as the original; this one is strict).
+#[test]
+fn the_pure_verifier_refuses_every_tampered_bundle() {
+    use base64::Engine as _;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut trusted = parley_forum::provenance::TrustedRealms::new();
+    trusted.insert(targets::SEED_REALM, targets::seed_secret().public());
+    let original = std::fs::read(root.join("fuzz/corpus/bundle/python-0.json")).unwrap();
+    assert!(parley_forum::provenance::verify_bundle(original.as_slice(), &trusted).is_ok());
+    let lines = std::fs::read_to_string(root.join("tests/provenance/tampered.jsonl")).unwrap();
+    let mut names = Vec::new();
+    for line in lines.lines() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let name = case["name"].as_str().unwrap().to_string();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(case["base64"].as_str().unwrap())
+            .unwrap();
+        match parley_forum::provenance::verify_bundle(bytes.as_slice(), &trusted) {
+            Ok(_) => panic!("{name} verified"),
+            Err(e) => assert!(
+                matches!(e.reason(), "bundle_invalid" | "realm_untrusted"),
+                "{name}: {}",
+                e.reason()
+            ),
+        }
+        names.push(name);
+    }
+    for expected in [
+        "other-key",
+        "other-keyid",
+        "indented",
+        "reordered",
+        "wrong-digest",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "no case {expected}");
+    }
+    assert!(names.len() > 100, "{} cases", names.len());
+}

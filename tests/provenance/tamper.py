@@ -16,8 +16,8 @@ With ``sign`` (a function of the PAE bytes, for a key the caller holds, as in a
 reference test), ``resigned-indented`` and ``resigned-wrong-digest`` are signed again by
 the realm's own key, so that only the canonical-form and digest checks can refuse them.
 
-Run as a script, ``python tamper.py BUNDLE.json REALM_KEY`` prints each case's name and
-writes nothing; a verifier under test takes the cases from :func:`cases`.
+Run as a script, ``python tamper.py BUNDLE.json [COUNT]`` prints the cases as JSON lines;
+a verifier in Python takes them from :func:`cases`.
 """
 
 from __future__ import annotations
@@ -108,6 +108,10 @@ def same_meaning(original: Dict[str, Any], candidate: bytes) -> bool:
 
 
 if __name__ == "__main__":
+    # tamper.py BUNDLE.json [COUNT]: one JSON line per case, {"name", "base64"} of its
+    # bytes, for a verifier in another language (tests/fuzz_provenance.rs reads
+    # tests/provenance/tampered.jsonl, made from fuzz/corpus/bundle/python-0.json).
     with open(sys.argv[1], "rb") as f:
-        for name, _ in cases(json.load(f)):
-            print(name)
+        original = json.load(f)
+    for name, candidate in cases(original, count=int(sys.argv[2]) if len(sys.argv) > 2 else 150):
+        print(json.dumps({"name": name, "base64": base64.b64encode(candidate).decode()}))
