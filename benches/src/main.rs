@@ -12,6 +12,7 @@ mod fig_lease;
 mod fig_listen;
 mod fig_listen_http;
 mod fig_pg;
+mod fig_provenance;
 mod fig_read;
 mod fig_rss;
 mod fig_search;
@@ -33,9 +34,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 25] = [
+const FIGURES: [&str; 27] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "16", "17", "18", "19", "20", "21", "22", "23", "24",
+    "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26",
 ];
 
 /// Figures measured together, in one set of rounds: each ratio compares series
@@ -55,7 +56,7 @@ struct Cli {
     /// Print a JSON array (one object per figure) instead of the table.
     #[arg(long)]
     json: bool,
-    /// Only these figures, comma-separated (1-24; `10-rust` is the Rust half of 10;
+    /// Only these figures, comma-separated (1-26; `10-rust` is the Rust half of 10;
     /// 16-18 need PostgreSQL: --pg).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -227,6 +228,8 @@ fn run_figure(
         "22" => one(fig_guards::guards(&sub, sizes)),
         "23" => one(fig_lease::lease(&sub, sizes)),
         "24" => one(fig_digest::digest(&sub, sizes)),
+        "25" => one(fig_provenance::export(&sub, sizes)),
+        "26" => one(fig_provenance::import(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -110,3 +110,30 @@ fn figure_24_compares_the_digest_with_the_whole_thread() {
         row["detail"]["thread_json_bytes"].as_u64() > row["detail"]["digest_json_bytes"].as_u64()
     );
 }
+
+/// Figures 25 and 26 measure `export_claim` against `get_claim` and `import_claim`
+/// against a post; an engine without the provenance profile skips them, saying so.
+#[test]
+fn figures_25_and_26_compare_export_and_import_with_their_baselines() {
+    let out = bench(&["--quick", "--reps", "1", "--only", "25,26", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    let targets = [(25, "<= 3x"), (26, "<= 2x")];
+    for (row, (id, target)) in rows.as_array().expect("rows").iter().zip(targets) {
+        assert_eq!(row["id"], Value::from(id), "{row}");
+        assert_eq!(row["target"], target, "{row}");
+        match row["skipped"].as_str() {
+            Some(why) => assert!(why.contains("SPEC §18.3"), "{row}"),
+            None => {
+                let (v, b) = (row["value"].as_f64(), row["baseline"].as_f64());
+                assert!(v > Some(0.0) && b > Some(0.0), "{row}");
+                assert!(row["pass"].is_boolean(), "{row}");
+            }
+        }
+    }
+    assert_eq!(rows.as_array().map(Vec::len), Some(2));
+}

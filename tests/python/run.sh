@@ -41,6 +41,8 @@ python -m mypy --strict python/parley examples/python/agents.py
 python -m mypy --strict tests/python/typing/user_script.py
 # The loop benchmark (run by test_loops.py) is typed too.
 python -m mypy --strict benches/loops.py benches/loop_scripts.py
+# The independent bundle checks: docs/provenance.md's verification and the tamper cases.
+python -m pytest tests/provenance
 echo "# pytest on redb"
 PARLEY_TEST_BACKEND=redb python -m pytest tests/python "$@"
 if [[ -n "${PARLEY_TEST_PG:-}" ]]; then
