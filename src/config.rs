@@ -208,6 +208,9 @@ pub struct Config {
     /// forum also trusts its own realm, with its own key (which wins over an
     /// entry here for that realm).
     pub trusted_realms: BTreeMap<String, String>,
+    /// What the MCP tool list says of each tool's result (`outputSchema`): compact
+    /// (the default), exact, or none.
+    pub mcp_output_schemas: crate::mcp::OutputSchemas,
 }
 
 impl Default for Config {
@@ -224,6 +227,7 @@ impl Default for Config {
             clock: Arc::new(crate::time::system_now),
             progress: None,
             trusted_realms: BTreeMap::new(),
+            mcp_output_schemas: crate::mcp::OutputSchemas::default(),
         }
     }
 }
@@ -240,6 +244,7 @@ impl std::fmt::Debug for Config {
             .field("provenance", &self.provenance)
             .field("durability", &self.durability)
             .field("trusted_realms", &self.trusted_realms)
+            .field("mcp_output_schemas", &self.mcp_output_schemas)
             .finish_non_exhaustive()
     }
 }
@@ -262,7 +267,9 @@ impl Config {
     /// Every key is optional; absent ones keep their defaults. `"guards": false`
     /// (or `true`) switches the guards profile alone, after `profiles`, and
     /// `"coordination"` and `"provenance"` their profiles likewise. `clock` fixes the clock
-    /// at that instant. An unknown key or a wrong type is an [`Error::InvalidArgument`].
+    /// at that instant. `"mcp_output_schemas"` is `"compact"` (the default), `"exact"` or
+    /// `"none"` (see [`crate::mcp::OutputSchemas`]). An unknown key or a wrong type is an
+    /// [`Error::InvalidArgument`].
     pub fn from_json(settings: &Value) -> Result<Config> {
         let bad = |msg: String| Error::InvalidArgument(msg);
         let obj = settings
@@ -319,6 +326,13 @@ impl Config {
                         .and_then(crate::time::parse)
                         .ok_or_else(|| bad("clock must be an RFC 3339 time".into()))?;
                     config.clock = Config::fixed_clock(at);
+                }
+                "mcp_output_schemas" => {
+                    config.mcp_output_schemas = value
+                        .as_str()
+                        .ok_or_else(|| bad("mcp_output_schemas must be a string".into()))?
+                        .parse()
+                        .map_err(bad)?;
                 }
                 other => return Err(bad(format!("unknown setting `{other}`"))),
             }
@@ -551,6 +565,24 @@ mod tests {
             assert!(
                 matches!(Config::from_json(&bad), Err(Error::InvalidArgument(_))),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn mcp_output_schemas_are_compact_by_default_and_named_in_the_settings() {
+        use crate::mcp::OutputSchemas;
+        let c = Config::from_json(&json!({})).unwrap();
+        assert_eq!(c.mcp_output_schemas, OutputSchemas::Compact);
+        for name in OutputSchemas::NAMES {
+            let c = Config::from_json(&json!({ "mcp_output_schemas": name })).unwrap();
+            assert_eq!(c.mcp_output_schemas.as_str(), name);
+        }
+        for bad in [json!("full"), json!(""), json!(true), json!("Exact")] {
+            let err = Config::from_json(&json!({ "mcp_output_schemas": bad })).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument(m) if m.contains("mcp_output_schemas") || m.contains("none, compact or exact")),
+                "{bad}: {err:?}"
             );
         }
     }

@@ -71,12 +71,18 @@ fn errors(validator: &Validator, value: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The forums whose tool lists differ: every profile on, every profile off.
+/// The forums whose tool lists differ: every profile on, every profile off, each
+/// serving the exact output schemas and the compact ones (the default).
 fn forums() -> Vec<Forum> {
-    [json!({}), json!({ "profiles": [] })]
-        .into_iter()
-        .map(|s| Forum::in_memory(Config::from_json(&s).unwrap()).unwrap())
-        .collect()
+    [
+        json!({ "mcp_output_schemas": "exact" }),
+        json!({ "profiles": [], "mcp_output_schemas": "exact" }),
+        json!({}),
+        json!({ "profiles": [] }),
+    ]
+    .into_iter()
+    .map(|s| Forum::in_memory(Config::from_json(&s).unwrap()).unwrap())
+    .collect()
 }
 
 #[test]
@@ -95,15 +101,27 @@ fn every_schema_is_valid_json_schema_2020_12() {
     }
 }
 
-/// Each tool's validators, as served and closed. Output schemas do not depend on
-/// the forum's settings, so the forum with every profile on gives them all.
-fn validators() -> HashMap<String, (Validator, Validator)> {
-    tools_of(&forums()[0])
+/// Each tool's validators: the exact schema as served and closed, and the compact
+/// schema as served. Output schemas do not depend on the forum's profiles, so the
+/// forums with every profile on give them all.
+fn validators() -> HashMap<String, (Validator, Validator, Validator)> {
+    let forums = forums();
+    let compact: HashMap<String, Value> = tools_of(&forums[2])
+        .into_iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or_default().to_string(),
+                t["outputSchema"].clone(),
+            )
+        })
+        .collect();
+    tools_of(&forums[0])
         .into_iter()
         .map(|t| {
             let schema = &t["outputSchema"];
             let name = t["name"].as_str().unwrap_or_default().to_string();
-            (name, (compile(schema), compile(&closed(schema))))
+            let small = compile(&compact[&name]);
+            (name, (compile(schema), compile(&closed(schema)), small))
         })
         .collect()
 }
@@ -137,12 +155,15 @@ fn every_transcript_result_fits_its_output_schema_exactly() {
                 return Err(json!({ "reason": null, "status": null, "jsonrpc": response }));
             };
             match schemas.get(op) {
-                Some((served, exact)) => {
+                Some((served, exact, compact)) => {
                     for e in errors(served, structured) {
                         problems.push(format!("{name}: {op} {args}: {e}"));
                     }
                     for e in errors(exact, structured) {
                         problems.push(format!("{name}: {op} {args}: not described: {e}"));
+                    }
+                    for e in errors(compact, structured) {
+                        problems.push(format!("{name}: {op} {args}: compact: {e}"));
                     }
                 }
                 None => problems.push(format!("{name}: {op}: no such tool")),
@@ -169,7 +190,7 @@ fn every_transcript_result_fits_its_output_schema_exactly() {
 #[test]
 fn the_schemas_refuse_what_the_engine_never_returns() {
     let schemas = validators();
-    let (served, exact) = &schemas["get_inbox"];
+    let (served, exact, compact) = &schemas["get_inbox"];
     let author = json!({ "identity": "ainotes:bob", "extension": null });
     let thread = json!({
         "id": "th_1", "topic": "t", "creator": author, "state": "open", "state_origin": "llm",
@@ -211,4 +232,71 @@ fn the_schemas_refuse_what_the_engine_never_returns() {
     assert!(errors(served, &refusal).is_empty());
     assert!(!errors(served, &json!({ "error": { "reason": "token_missing" } })).is_empty());
     assert!(!errors(served, &json!({ "items": [] })).is_empty());
+
+    // The compact schema: the top level of a success, or a refusal.
+    assert!(errors(compact, &good).is_empty());
+    assert!(errors(compact, &refusal).is_empty());
+    assert!(!errors(compact, &json!({ "items": [] })).is_empty());
+    assert!(!errors(
+        compact,
+        &json!({ "items": {}, "cursor": "c", "more": false })
+    )
+    .is_empty());
+    assert!(!errors(compact, &json!([])).is_empty());
+}
+
+/// The three choices of `mcp_output_schemas`, as `tools/list` serves them: the
+/// compact schema is small, flat and says the top level of every tool, a new one
+/// included; `none` leaves `outputSchema` out.
+#[test]
+fn the_served_output_schemas_follow_the_setting() {
+    let forum = |mode: &str| {
+        Forum::in_memory(Config::from_json(&json!({ "mcp_output_schemas": mode })).unwrap())
+            .unwrap()
+    };
+    let exact = tools_of(&forum("exact"));
+    let compact = tools_of(&forum("compact"));
+    let none = tools_of(&forum("none"));
+    assert_eq!(exact.len(), compact.len());
+    assert_eq!(exact.len(), none.len());
+    for ((e, c), n) in exact.iter().zip(&compact).zip(&none) {
+        let name = &e["name"];
+        assert!(n.get("outputSchema").is_none(), "{name}");
+        assert_eq!(n["inputSchema"], e["inputSchema"], "{name}");
+        let (e, c) = (&e["outputSchema"], &c["outputSchema"]);
+        assert_eq!(c["type"], "object", "{name}");
+        assert!(
+            c.get("$defs").is_none() && c.get("anyOf").is_none(),
+            "{name}"
+        );
+        assert!(c["description"].as_str().unwrap().len() < 1024, "{name}");
+        let required: Vec<&str> = e["anyOf"][0]["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        // Every typed key is required in a success and flat: `{"type": ...}` alone.
+        for (key, sub) in c["properties"].as_object().unwrap() {
+            assert!(required.contains(&key.as_str()), "{name}: {key}");
+            assert_eq!(sub.as_object().unwrap().len(), 1, "{name}: {key}");
+            assert!(sub["type"].is_string(), "{name}: {key}");
+        }
+        if required.len() > 1 {
+            assert_eq!(
+                c["dependentRequired"][required[0]],
+                json!(required[1..]),
+                "{name}"
+            );
+        }
+        assert!(
+            serde_json::to_string(c).unwrap().len() * 3 < serde_json::to_string(e).unwrap().len(),
+            "{name}"
+        );
+    }
+    let post = compact.iter().find(|t| t["name"] == "post").unwrap();
+    assert_eq!(
+        post["outputSchema"]["properties"],
+        json!({ "message": { "type": "object" }, "thread": { "type": "object" } })
+    );
 }

@@ -62,6 +62,7 @@ use serde_json::{json, Map, Value};
 pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
 pub use jsonrpc::error_response;
 pub use reply::{McpAnswer, McpCall, McpPost, McpReply, ToolOutcome};
+pub use schemas::OutputSchemas;
 
 /// The JSON-RPC error codes of the MCP handler and of the server's transports,
 /// defined once: HTTP and stdio answer with these numbers, and map them to HTTP
@@ -269,7 +270,11 @@ impl Forum {
     /// The tool list of `tools/list`.
     fn mcp_tools(&self) -> Vec<Value> {
         let names: Vec<&str> = self.mcp_tool_names().collect();
-        tools::list(&self.manifest(), &names)
+        let mut tools = tools::list(&self.manifest(), &names);
+        for tool in &mut tools {
+            schemas::serve(tool, self.config.mcp_output_schemas);
+        }
+        tools
     }
 
     /// Runs a tool. The engine judges the arguments, so a malformed envelope gets

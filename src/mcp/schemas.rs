@@ -35,8 +35,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
+mod compact;
 mod coordination;
 mod provenance;
+
+pub use compact::OutputSchemas;
 
 fn string() -> Value {
     json!({ "type": "string" })
@@ -529,6 +532,23 @@ pub(crate) fn output(operation: &str) -> Value {
         "anyOf": [ { "required": required }, { "required": ["error"] } ],
     });
     doc.finish(root)
+}
+
+/// Makes a tool of `tools/list`, listed with its exact `outputSchema`, say what
+/// `mode` says of its result: nothing, the compact schema, or the exact one.
+pub(crate) fn serve(tool: &mut Value, mode: OutputSchemas) {
+    let Value::Object(tool) = tool else { return };
+    match mode {
+        OutputSchemas::None => {
+            tool.remove("outputSchema");
+        }
+        OutputSchemas::Compact => {
+            if let Some(schema) = tool.get_mut("outputSchema") {
+                *schema = compact::compact(schema);
+            }
+        }
+        OutputSchemas::Exact => {}
+    }
 }
 
 #[cfg(test)]

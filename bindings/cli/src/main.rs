@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
+use parley_forum::mcp::OutputSchemas;
 use parley_forum::{Config, Forum};
 use token_arg::TokenArg;
 
@@ -231,6 +233,11 @@ struct ServeArgs {
     /// On SIGINT/SIGTERM, how long requests in flight may take to finish, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     shutdown_grace_ms: u64,
+    /// What the MCP tool list says of each tool's result: `compact` (its top-level
+    /// keys and their types), `exact` (every key, nested shapes included) or `none`
+    /// (no outputSchema) [default: the settings' mcp_output_schemas, else compact].
+    #[arg(long, value_name = "SCHEMAS", value_parser = output_schemas())]
+    mcp_output_schemas: Option<OutputSchemas>,
     /// Also accept requests with this Origin (repeatable); loopback origins are always accepted.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -416,6 +423,12 @@ fn run(cli: Cli) -> CmdResult {
         Command::Serve(args) => {
             log::start(&args.log_format)?;
             control::Channel::preflight(&cli.db)?;
+            let schemas = args.mcp_output_schemas;
+            let config = || {
+                let mut config = config()?;
+                config.mcp_output_schemas = schemas.unwrap_or(config.mcp_output_schemas);
+                Ok::<_, Failure>(config)
+            };
             if args.stdio {
                 let forum = open(&cli.db, config()?, true)?;
                 let token = std::env::var("PARLEY_TOKEN").ok();
@@ -624,6 +637,12 @@ fn http_options(args: ServeArgs) -> Result<http::Options, Failure> {
         web_session_max: Duration::from_secs(args.web_session_max_s),
         web_secure_cookie: args.web_secure_cookie,
     })
+}
+
+/// The values of `--mcp-output-schemas`; clap refuses any other as a usage error.
+fn output_schemas() -> impl TypedValueParser<Value = OutputSchemas> {
+    clap::builder::PossibleValuesParser::new(OutputSchemas::NAMES)
+        .map(|name| name.parse().unwrap_or_default())
 }
 
 /// The settings of `--settings`/`PARLEY_SETTINGS`, or the defaults.
