@@ -15,6 +15,7 @@ mod fig_pg;
 mod fig_read;
 mod fig_rss;
 mod fig_search;
+mod fig_trace;
 mod fig_transport;
 mod fig_write;
 mod measure;
@@ -33,9 +34,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 25] = [
+const FIGURES: [&str; 26] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "16", "17", "18", "19", "20", "21", "22", "23", "24",
+    "16", "17", "18", "19", "20", "21", "22", "23", "24", "27",
 ];
 
 /// Figures measured together, in one set of rounds: each ratio compares series
@@ -227,6 +228,7 @@ fn run_figure(
         "22" => one(fig_guards::guards(&sub, sizes)),
         "23" => one(fig_lease::lease(&sub, sizes)),
         "24" => one(fig_digest::digest(&sub, sizes)),
+        "27" => one(fig_trace::trace(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -180,7 +180,12 @@ impl McpTrace {
         if tool_error && self.error.is_none() {
             self.error = Some("tool_error".into());
         }
-        if reply.error_code.is_none() {
+        if reply.error_code.is_none() && !tool_error && self.tool.as_deref() == Some("post") {
+            // A post's answer, the hot path: only the fields a span shows are read.
+            if let Ok(posted) = serde_json::from_str::<PostReply>(&reply.text) {
+                self.answer = posted.found();
+            }
+        } else if reply.error_code.is_none() {
             // Read back only while export is on: the one parse of the answer.
             if let Ok(value) = serde_json::from_str::<Value>(&reply.text) {
                 let result = &value["result"];
@@ -232,6 +237,61 @@ impl McpTrace {
             tracestate: self.tracestate,
         };
         Some(TraceContextPropagator::new().extract(&carrier))
+    }
+}
+
+/// What a span shows of a post's answer, read without building the whole answer.
+#[derive(serde::Deserialize)]
+struct PostReply {
+    result: PostResult,
+}
+
+#[derive(serde::Deserialize)]
+struct PostResult {
+    #[serde(rename = "structuredContent")]
+    posted: Posted,
+}
+
+#[derive(serde::Deserialize)]
+struct Posted {
+    thread: Option<ThreadId>,
+    message: Option<PostedMessage>,
+    event: Option<Event>,
+    events: Option<Vec<Event>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ThreadId {
+    id: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct PostedMessage {
+    kind: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    from_state: Option<String>,
+    to_state: Option<String>,
+}
+
+impl PostReply {
+    fn found(self) -> Found {
+        let posted = self.result.posted;
+        let events = posted.events.into_iter().flatten().chain(posted.event);
+        // The last transition: where the thread ended up.
+        let transition = events
+            .rev()
+            .filter(|e| e.kind.as_deref() == Some("transition"))
+            .find_map(|e| Some(format!("{}->{}", e.from_state?, e.to_state?)));
+        Found {
+            thread: posted.thread.and_then(|t| t.id),
+            act: posted.message.and_then(|m| m.kind),
+            transition,
+        }
     }
 }
 
