@@ -16,6 +16,7 @@ mod fig_provenance;
 mod fig_read;
 mod fig_rss;
 mod fig_search;
+mod fig_trace;
 mod fig_transport;
 mod fig_write;
 mod measure;
@@ -34,9 +35,9 @@ use report::Row;
 pub type Res<T> = Result<T, String>;
 
 /// Every figure id `--only` accepts, in the order they run.
-const FIGURES: [&str; 27] = [
+const FIGURES: [&str; 28] = [
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10-rust", "11", "12", "13", "14", "15",
-    "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26",
+    "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27",
 ];
 
 /// Figures measured together, in one set of rounds: each ratio compares series
@@ -230,6 +231,7 @@ fn run_figure(
         "24" => one(fig_digest::digest(&sub, sizes)),
         "25" => one(fig_provenance::export(&sub, sizes)),
         "26" => one(fig_provenance::import(&sub, sizes)),
+        "27" => one(fig_trace::trace(&sub, sizes)),
         other => Err(format!("no figure {other}")),
     }
 }

@@ -18,6 +18,7 @@ mod provenance;
 mod reads;
 mod search;
 mod stdio;
+mod telemetry;
 mod terminal;
 mod token_arg;
 mod verbs;
@@ -287,6 +288,11 @@ struct ServeArgs {
     /// Its level comes from RUST_LOG [default: info; `RUST_LOG=warn` keeps only 5xx].
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// Export a span per request (OpenTelemetry, OTLP over HTTP/protobuf) to the
+    /// collector at this http:// URL (`/v1/traces` is added when it has no path)
+    /// [default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT; unset: off].
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 /// A thread and an optional body: what `confirm`, `close` and `reopen` take.
@@ -421,7 +427,15 @@ fn run(cli: Cli) -> CmdResult {
     let here = |create: bool| -> Result<Target, Failure> { target(&cli.db, config()?, create) };
     match cli.command {
         Command::Serve(args) => {
-            log::start(&args.log_format)?;
+            // Before any runtime starts: the exporter's HTTP client is a blocking one.
+            let (telemetry, layer) = match telemetry::endpoint(args.otlp_endpoint.as_deref())? {
+                Some(url) => {
+                    let (telemetry, layer) = telemetry::start(&url)?;
+                    (Some(telemetry), Some(layer))
+                }
+                None => (None, None),
+            };
+            log::start(&args.log_format, layer)?;
             control::Channel::preflight(&cli.db)?;
             let schemas = args.mcp_output_schemas;
             let config = || {
@@ -429,7 +443,7 @@ fn run(cli: Cli) -> CmdResult {
                 config.mcp_output_schemas = schemas.unwrap_or(config.mcp_output_schemas);
                 Ok::<_, Failure>(config)
             };
-            if args.stdio {
+            let served = if args.stdio {
                 let forum = open(&cli.db, config()?, true)?;
                 let token = std::env::var("PARLEY_TOKEN").ok();
                 stdio::serve(forum, &cli.db, token.as_deref())
@@ -437,7 +451,11 @@ fn run(cli: Cli) -> CmdResult {
                 // The flags are checked before the forum file is opened (or made).
                 let options = http_options(args)?;
                 http::serve(open(&cli.db, config()?, true)?, &cli.db, &options)
+            };
+            if let Some(telemetry) = telemetry {
+                telemetry.stop();
             }
+            served
         }
         Command::Token(cmd) => {
             let create = matches!(cmd, admin::TokenCommand::Create { .. });

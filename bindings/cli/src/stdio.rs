@@ -64,9 +64,14 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
                     continue;
                 }
                 let started = std::time::Instant::now();
+                let span = crate::telemetry::stdio_begin();
                 // A panic in the handler answers this message; the next ones are still served.
                 let handled =
                     std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp_reply(token, text)));
+                if let Some(span) = span {
+                    let reply = handled.as_ref().ok().and_then(Option::as_ref);
+                    crate::telemetry::stdio_end(span, text, reply, handled.is_err());
+                }
                 let (reply, reason) = match handled {
                     Ok(Some(reply)) => (Some(reply.text), reply.reason),
                     Ok(None) => (None, None),

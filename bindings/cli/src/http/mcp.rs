@@ -86,6 +86,7 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
     }
     let tool = parsed.as_ref().and_then(super::log::tool_in);
+    let mut trace = crate::telemetry::McpTrace::of(parsed.as_ref());
     let reply = match parsed {
         // Not JSON: the engine answers with its parse error, from the text.
         None => {
@@ -98,7 +99,10 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         Ok(reply) => reply,
         Err(resp) => return resp,
     };
-    match reply {
+    if let Some(trace) = &mut trace {
+        trace.answered(reply.as_ref());
+    }
+    let mut resp = match reply {
         Some(reply) => {
             let status = mcp_headers::status_of(route, reply.error_code, reply.id.is_null());
             let mut resp = (status, reply.text).into_response();
@@ -111,7 +115,11 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
             resp
         }
         None => StatusCode::ACCEPTED.into_response(),
+    };
+    if let Some(trace) = trace {
+        trace.note(&mut resp);
     }
+    resp
 }
 
 /// The engine's answer to a message parsed already: a post through the queue of

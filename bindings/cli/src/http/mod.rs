@@ -29,7 +29,7 @@ mod coordination;
 mod host;
 mod log;
 mod provenance;
-pub(crate) use log::tool_of;
+pub(crate) use log::{tool_of, Outcome};
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
@@ -245,6 +245,8 @@ pub(crate) fn router(app: App) -> Router {
         .merge(crate::web::routes())
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
+        // Inside the log, which takes the handlers' notes off the response.
+        .layer(axum::middleware::from_fn(crate::telemetry::http_span))
         // Outermost, so that a request refused by `admit` is logged too.
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
@@ -450,6 +452,7 @@ pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    crate::telemetry::note_json(&mut resp, value);
     if let Some(reason) = log::reason_in(value) {
         log::note(
             &mut resp,
