@@ -143,7 +143,6 @@ fn bundle_decoder_over_seeds_and_mutations() {
 }
 
 #[test]
-#[ignore = "put_artifact and get_artifact are not in the engine yet (SPEC §18.1)"]
 fn artifact_decoder_over_seeds_and_mutations() {
     let seeds = [
         json!({ "content_base64": "aGVsbG8gd29ybGQK", "media_type": "text/plain" }),

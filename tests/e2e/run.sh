@@ -71,11 +71,11 @@ if grep -qE '^(Warning|Error): tool ' "$work/inspector.log"; then
 fi
 # No finding also means no tools: the listing must hold every tool with both schemas.
 tools_listed="$(grep -c '"outputSchema"' "$work/inspector-tools.json" || true)"
-if [ "$tools_listed" -ne 18 ]; then
-  echo "the MCP Inspector listed $tools_listed tools with an outputSchema, expected 18" >&2
+if [ "$tools_listed" -ne 20 ]; then
+  echo "the MCP Inspector listed $tools_listed tools with an outputSchema, expected 20" >&2
   exit 1
 fi
-echo "18 tools, no findings"
+echo "20 tools, no findings"
 
 echo "== MCP conformance suite"
 # Starts `parley --db DB serve --http` and prints its MCP URL; its pid is appended
