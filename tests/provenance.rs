@@ -403,15 +403,27 @@ fn with_the_profile_off_the_operations_are_unknown() {
     let t = off
         .create_token(&TokenSpec::llm("t", &[Right::Read, Right::Write]))
         .unwrap();
+    // The profile off: refused as the artifact operations are (invalid_argument);
+    // the dialectic profile off: unknown, as get_claim is.
+    let no_claims =
+        Forum::in_memory(config("south", json!({ "profiles": ["provenance"] }))).unwrap();
+    let u = no_claims
+        .create_token(&TokenSpec::llm("u", &[Right::Read, Right::Write]))
+        .unwrap();
     for op in ["export_claim", "import_claim"] {
+        match off.call(Some(&t), op, &json!({})) {
+            Err(Error::Refused(r)) => assert_eq!(r.reason, Reason::InvalidArgument, "{op}"),
+            other => panic!("{op}: {other:?}"),
+        }
         assert!(
             matches!(
-                off.call(Some(&t), op, &json!({})),
+                no_claims.call(Some(&u), op, &json!({})),
                 Err(Error::UnknownOperation(_))
             ),
             "{op}"
         );
         assert!(!off.offers(op));
+        assert!(!no_claims.offers(op));
         assert!(n.forum.offers(op));
     }
     let manifest = off.call(None, "get_manifest", &json!({})).unwrap();

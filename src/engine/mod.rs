@@ -325,8 +325,17 @@ impl Forum {
                 .map(|l| l.json(|h| show::hit(h, guards))),
             "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
             "get_digest" => self.get_digest(token, args_obj),
-            "export_claim" if self.offers(operation) => self.export_claim(token, args_obj),
-            "import_claim" if self.offers(operation) => self.import_claim(token, args_obj),
+            // Without the dialectic profile there are no claims to carry, and the
+            // two are unknown, as `get_claim` is (§10); with it and the provenance
+            // profile off they are refused like the profile's artifact operations.
+            "export_claim" | "import_claim" if self.config.dialectic => {
+                self.provenance_on(operation)?;
+                if operation == "export_claim" {
+                    self.export_claim(token, args_obj)
+                } else {
+                    self.import_claim(token, args_obj)
+                }
+            }
             op if coordination::OPERATIONS.contains(&op) => {
                 self.coordination_call(token, op, args_obj)
             }

@@ -536,20 +536,26 @@ fn step(world: &mut World, op: &Op) -> Result<(), TestCaseError> {
                 None => {
                     // Arguments that are not an object are refused for every
                     // operation of the protocol, offered by this forum or not; an
-                    // operation of the coordination profile while it is off is
-                    // refused too (`invalid_argument`, SPEC §16).
+                    // operation of the coordination or provenance profile (both off
+                    // here) is refused too (`invalid_argument`, SPEC §16, §18).
                     let op = operation.utf8().unwrap();
                     let object = args.json().is_none_or(|v| v.is_null() || v.is_object());
                     let offered = world.operations.iter().any(|o| o == op);
-                    let coordination = [
+                    let profile_off = [
                         "set_presence",
                         "get_presence",
                         "lease",
                         "release",
                         "get_leases",
+                        "put_artifact",
+                        "get_artifact",
                     ]
-                    .contains(&op);
-                    if offered || ((!object || coordination) && OPERATIONS.contains(&op)) {
+                    .contains(&op)
+                        // Claims travel only where there are claims: without the
+                        // dialectic profile they are unknown, as `get_claim` is.
+                        || (["export_claim", "import_claim"].contains(&op)
+                            && world.operations.iter().any(|o| o == "get_claim"));
+                    if offered || ((!object || profile_off) && OPERATIONS.contains(&op)) {
                         vec![PARLEY_OK, PARLEY_REFUSED]
                     } else {
                         vec![PARLEY_UNKNOWN_OPERATION]
