@@ -50,7 +50,7 @@ def test_listen_is_on_by_default(listening: parley.Forum) -> None:
     # New operations come after the eight of v1, in a fixed order (SPEC §11).
     assert manifest["operations"] == list(parley.OPERATIONS)
     assert parley.OPERATIONS[8:10] == ("get_messages", "search")
-    assert len(parley.OPERATIONS) == 18
+    assert len(parley.OPERATIONS) == 20
     assert (
         str(inspect.signature(parley.Forum).parameters["profiles"])
         == "profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance']"
