@@ -60,6 +60,7 @@ __all__ = [
     "Verification",
     "Refutation",
     "ClaimView",
+    "Imported",
     # Operations (SPEC §11, §13, §14).
     "PostResult",
     "Whoami",
@@ -420,6 +421,17 @@ class Quorum(TypedDict):
     have: int
 
 
+class Imported(TypedDict):
+    """Where an imported claim came from (SPEC §18.3): the exporting realm, its claim id,
+    the claim's status at export, when it was exported and the realm's public key."""
+
+    realm: str
+    claim: str
+    status: ClaimStatus
+    exported_at: str
+    key: str
+
+
 class _ClaimViewRequired(TypedDict):
     id: str
     message: str
@@ -437,6 +449,7 @@ class _ClaimViewRequired(TypedDict):
     valid_until: Optional[str]
     expired: bool
     created_at: str
+    imported: Optional[Imported]
 
 
 class ClaimView(_ClaimViewRequired, total=False):
