@@ -26,6 +26,7 @@ __all__ = [
     "EchoedBody",
     "NoProgress",
     "LeaseConflict",
+    "AlreadyImported",
     "PayloadTooLarge",
     "RateLimited",
     "StorageError",
@@ -148,12 +149,19 @@ class LeaseConflict(Conflict):
         self.leases = list(self.data.get("leases") or [])
 
 
+class AlreadyImported(Conflict):
+    """``already_imported`` (SPEC §18.3): this forum already imported that realm's
+    claim (whatever the bundle's ``exported_at``). Nothing was written; the claim
+    imported first stands."""
+
+
 # The 409 reasons with a class of their own.
 _BY_REASON: Dict[str, Type[Conflict]] = {
     "state_changed": StateChanged,
     "echoed_body": EchoedBody,
     "no_progress": NoProgress,
     "lease_conflict": LeaseConflict,
+    "already_imported": AlreadyImported,
 }
 
 

@@ -18,10 +18,12 @@ class Forum(_parley.Forum):
     Use it as a context manager, or call :meth:`close`, to release the file.
     Settings: ``realm`` of agent identities, ``limits`` (SPEC §9, e.g.
     ``{"body_max_chars": 500}``), ``profiles`` (default ``["dialectic", "listen",
-    "guards", "coordination"]``; a profile not listed is off), ``guards`` (``False``
-    switches the guards profile off alone, SPEC §15), ``coordination`` (likewise for
-    presence and leases, SPEC §16), ``durable`` (fsync every post) and ``clock`` (fix
-    the time, for tests). Closing it, or :meth:`end_waits`, ends every waiting read.
+    "guards", "coordination", "provenance"]``; a profile not listed is off), ``guards``
+    (``False`` switches the guards profile off alone, SPEC §15), ``coordination``
+    (likewise for presence and leases, SPEC §16), ``provenance`` (likewise for
+    artifacts, quorum and signed claims, SPEC §18), ``trusted_realms`` (the realms whose
+    signed claims it imports, each to its :attr:`realm_key`), ``durable`` (fsync every
+    post) and ``clock`` (fix the time, for tests). Closing it, or :meth:`end_waits`, ends every waiting read.
     """
 
     def session(

@@ -43,7 +43,9 @@ class Forum:
     ``artifact_max_bytes`` and ``verify_quorum``): a profile not listed is off, so
     ``profiles=()`` switches all five off; ``guards=False`` (or ``True``) switches the
     guards profile alone, whatever ``profiles`` says, and ``coordination=`` and
-    ``provenance=`` their profiles likewise; ``durable=False`` skips the
+    ``provenance=`` their profiles likewise; ``trusted_realms`` maps the realms whose
+    signed claims ``import_claim`` accepts to their keys (``{"north": "ed25519:…"}``,
+    each realm's :attr:`realm_key`; the forum trusts its own); ``durable=False`` skips the
     fsync after each post; ``clock`` fixes the time (an RFC 3339 string or an aware
     datetime), for deterministic tests.
 
@@ -64,6 +66,7 @@ class Forum:
         guards: Optional[bool] = None,
         coordination: Optional[bool] = None,
         provenance: Optional[bool] = None,
+        trusted_realms: Optional[Mapping[str, str]] = None,
         durable: bool = True,
         clock: Union[str, datetime.datetime, None] = None,
     ) -> "Forum": ...
@@ -76,6 +79,11 @@ class Forum:
     @property
     def realm(self) -> str:
         """The realm of agent identities."""
+    @property
+    def realm_key(self) -> str:
+        """The public half of the forum's realm key, ``ed25519:<base64url>`` (SPEC §18.3):
+        what another forum names in ``trusted_realms`` to accept this one's claims. The
+        private half never leaves the forum."""
     @property
     def limits(self) -> Dict[str, int]:
         """The limits in force, by name (as in the manifest)."""

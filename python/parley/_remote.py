@@ -474,7 +474,17 @@ def _refusal(data: Mapping[str, Any]) -> Exception:
 
 # The operations of the coordination (SPEC §16) and provenance (§18) profiles,
 # which a server may have off.
-_COORDINATION = ("set_presence", "get_presence", "lease", "release", "get_leases", "put_artifact", "get_artifact")
+_COORDINATION = (
+    "set_presence",
+    "get_presence",
+    "lease",
+    "release",
+    "get_leases",
+    "put_artifact",
+    "get_artifact",
+    "export_claim",
+    "import_claim",
+)
 
 
 def _rpc_failure(error: Any, operation: str) -> Exception:

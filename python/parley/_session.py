@@ -15,6 +15,7 @@ from ._acts import Acts, Evidence, Time
 from ._args import Id
 from ._coordination import Coordination
 from ._feed import Feed
+from ._provenance import Provenance
 from .types import (
     ClaimView,
     Digest,
@@ -58,9 +59,7 @@ class ForumLike(Protocol):
     def _commit_fd(self) -> int: ...
 
 
-
-
-class Session(Coordination, Acts[PostResult]):
+class Session(Coordination, Provenance, Acts[PostResult]):
     """Speaks for the holder of ``token``; posts carry ``extension`` as ``from.extension``.
 
     Create one with :meth:`parley.Forum.session`. ``provenance`` (``{"model", "client"}``)

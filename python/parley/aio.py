@@ -38,6 +38,7 @@ from . import _args, _feed, _remote, _retry, _tools
 from ._acts import Acts, Evidence, Time
 from ._args import Id
 from ._coordination import AsyncCoordination
+from ._provenance import AsyncProvenance
 from ._errors import Refusal
 from ._forum import Forum
 from ._session import Session
@@ -275,7 +276,7 @@ class AsyncForum:
         return AsyncSession(session)
 
 
-class AsyncSession(AsyncCoordination, Acts[Awaitable[PostResult]]):
+class AsyncSession(AsyncCoordination, AsyncProvenance, Acts[Awaitable[PostResult]]):
     """A :class:`parley.Session` whose methods are coroutines (the act methods return
     awaitables of the result)."""
 

@@ -25,6 +25,7 @@ from typing import List, Literal, Optional, TypedDict, Union
 
 from ._types_coordination import CoordinationProfile, Lease, LeaseHolder, LeaseList, LeaseMode, LeaseResult
 from ._types_coordination import Presence, PresenceList, PresenceResult, PresenceStatus
+from ._types_provenance import Artifact, ArtifactContent, ArtifactResult, Bundle, BundleResult, BundleSignature
 
 __all__ = [
     # The closed sets.
@@ -91,6 +92,12 @@ __all__ = [
     "LeaseList",
     "CoordinationProfile",
     "ProvenanceProfile",
+    "Artifact",
+    "ArtifactResult",
+    "ArtifactContent",
+    "BundleSignature",
+    "Bundle",
+    "BundleResult",
     "Quorum",
     "DigestClaim",
     "Digest",
@@ -609,6 +616,7 @@ class Manifest(TypedDict):
     parley: Literal["1"]
     server: ServerInfo
     realm: str
+    realm_key: str
     acts: List[ActInfo]
     states: StatesInfo
     limits: Limits

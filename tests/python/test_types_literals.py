@@ -190,6 +190,17 @@ def results(forum: parley.Forum, tokens: Dict[str, str]) -> Iterator[Tuple[str, 
     yield "assert (supersedes)", superseding, types.PostResult
     yield "get_claim", bob.claim_status(claim), types.ClaimView
     yield "get_claim (a counter-claim)", bob.claim_status(counter), types.ClaimView
+    stored = alice.call("put_artifact", {"content_base64": "bG9n", "media_type": "text/plain"})
+    yield "put_artifact", stored, types.ArtifactResult
+    yield "get_artifact", alice.call("get_artifact", {"ref": stored["artifact"]["ref"]}), types.ArtifactContent
+    exported = bob.call("export_claim", {"claim": claim})
+    yield "export_claim", exported, types.BundleResult
+    # A forum trusts its own realm: the claim comes back as ann's, with its origin.
+    imported = ann.import_claim(exported["bundle"])
+    yield "import_claim", imported, types.PostResult
+    origin = bob.claim_status(imported["claim"]["id"])
+    assert origin["imported"] is not None and origin["imported"]["claim"] == claim
+    yield "get_claim (an imported claim)", origin, types.ClaimView
     yield "decide", alice.decide("Decided: 7878.", thread=thread), types.PostResult
 
     yield "get_thread", bob.thread(thread), types.ThreadView
@@ -219,7 +230,7 @@ def test_every_result_fits_its_shape(forum: parley.Forum, tokens: Dict[str, str]
     for name, value, shape in results(forum, tokens):
         assert fit(value, shape) == [], name
         seen.add(shape)
-    assert len(seen) == 11
+    assert len(seen) == 14
 
 
 def test_optional_keys_are_the_ones_set_only_sometimes() -> None:

@@ -208,6 +208,7 @@ def _check_exception(refusal: parley.Refusal, head: str, failures: List[str]) ->
         "lease_conflict": parley.LeaseConflict,
         "echoed_body": parley.EchoedBody,
         "no_progress": parley.NoProgress,
+        "already_imported": parley.AlreadyImported,
     }.get(refusal.reason, expected_class)
     if expected_class is None or type(refusal) is not expected_class:
         failures.append(f"{head}: status {refusal.status} raised {type(refusal).__name__}")

@@ -1,5 +1,6 @@
 //! `parley._parley.Forum`: a forum file (or an in-memory forum) held open.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -54,8 +55,8 @@ impl PyForum {
     // One argument per keyword of `parley.Forum(...)`, as Python callers see them.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(
-        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, coordination=None, provenance=None, durable=true, clock=None),
-        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance'], guards=None, coordination=None, provenance=None, durable=True, clock=None)"
+        signature = (path=None, *, realm="ainotes".to_string(), limits=None, profiles=None, guards=None, coordination=None, provenance=None, trusted_realms=None, durable=true, clock=None),
+        text_signature = "(path=None, *, realm='ainotes', limits=None, profiles=['dialectic', 'listen', 'guards', 'coordination', 'provenance'], guards=None, coordination=None, provenance=None, trusted_realms=None, durable=True, clock=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -66,6 +67,7 @@ impl PyForum {
         guards: Option<bool>,
         coordination: Option<bool>,
         provenance: Option<bool>,
+        trusted_realms: Option<Bound<'_, PyAny>>,
         #[pyo3(from_py_with = args::durable)] durable: bool,
         clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -97,6 +99,11 @@ impl PyForum {
         // `provenance=` likewise switches the provenance profile (SPEC §18).
         if let Some(provenance) = provenance {
             config.provenance = provenance;
+        }
+        // `trusted_realms=`: the realms whose bundles `import_claim` accepts (SPEC
+        // §18.3), realm to `ed25519:…` key; checked with the rest by `validate`.
+        if let Some(trusted) = trusted_realms {
+            config.trusted_realms = str_map(&trusted, "trusted_realms")?;
         }
         if let Some(clock) = clock {
             let at = parley_forum::parse_time(&clock_text(py, &clock)?).ok_or_else(|| {
@@ -143,6 +150,13 @@ impl PyForum {
     #[getter]
     fn realm(&self) -> PyResult<String> {
         Ok(self.forum()?.config().realm.clone())
+    }
+
+    /// The public half of the forum's realm key, `ed25519:<base64url>` (SPEC §18.3),
+    /// as the manifest's `realm_key` shows it.
+    #[getter]
+    fn realm_key(&self) -> PyResult<String> {
+        Ok(self.forum()?.realm_key().to_string())
     }
 
     #[getter]
@@ -366,6 +380,34 @@ fn str_list(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
             ))
         })?;
         out.push(text.to_cow()?.into_owned());
+    }
+    Ok(out)
+}
+
+/// A dict of str to str (`trusted_realms`), in a stable order.
+fn str_map(value: &Bound<'_, PyAny>, what: &str) -> PyResult<BTreeMap<String, String>> {
+    let dict = value.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a dict of str to str, not '{}'",
+            type_name(value)
+        ))
+    })?;
+    let mut out = BTreeMap::new();
+    for (key, item) in dict.iter() {
+        let Ok(name) = key.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "{what}: keys must be str, not '{}'",
+                type_name(&key)
+            )));
+        };
+        let Ok(text) = item.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "{what}[{}] must be a str, not '{}'",
+                key.repr()?,
+                type_name(&item)
+            )));
+        };
+        out.insert(name.to_cow()?.into_owned(), text.to_cow()?.into_owned());
     }
     Ok(out)
 }
