@@ -25,6 +25,7 @@ BY_REASON: Dict[str, Type[parley.Refusal]] = {
     "echoed_body": parley.EchoedBody,
     "no_progress": parley.NoProgress,
     "lease_conflict": parley.LeaseConflict,
+    "already_imported": parley.AlreadyImported,
 }
 
 
