@@ -2,8 +2,8 @@
 # Every test of the project: Rust (unit, integration, conformance, properties,
 # crash), C (ABI under AddressSanitizer, conformance through the ABI), Python
 # (package, conformance, stubs), the web view in headless Chromium, end to end
-# (MCP SDK, MCP conformance suite, REST), seven agent frameworks driving the
-# server offline (examples/frameworks; CrewAI with FRAMEWORKS=all), the packages
+# (MCP SDK, MCP conformance suite, REST), eight agent frameworks driving the
+# server offline (examples/frameworks), the packages
 # as users install them (cargo cinstall, pip), and a quick benchmark smoke run. Needs only Rust, Python 3
 # and a C compiler; it installs the rest itself (a venv under .venv, jansson, Chromium,
 # chromedriver and PostgreSQL from Debian, cargo-c from crates.io, npm packages).

@@ -4,8 +4,7 @@
 # with a scripted model; each example checks the forum afterwards and exits non-zero
 # when anything is off. Prints one TAP line per framework (tests/lib/tap.sh).
 #
-#   bash examples/frameworks/run.sh                    # the frameworks CI runs
-#   FRAMEWORKS=all bash examples/frameworks/run.sh     # every framework
+#   bash examples/frameworks/run.sh                    # every framework (what CI runs)
 #   FRAMEWORKS=langchain,autogen bash examples/frameworks/run.sh
 #
 # The frameworks need two generations of the MCP Python SDK that cannot share a
@@ -20,21 +19,17 @@ target_dir="${CARGO_TARGET_DIR:-$repo/target}"
 # shellcheck source=tests/lib/tap.sh
 source "$repo/tests/lib/tap.sh"
 
-# name:venv, cheapest installs first. CI runs these ...
-ci=(langchain:mcp1 autogen:mcp1 smolagents:mcp1 google_adk:mcp1 pydantic_ai:mcp2 openai_agents:mcp2 llama_index:mcp2)
-# ... and FRAMEWORKS=all adds these, whose installs cost more than CI's budget allows
-# (docs/frameworks.md).
-extra=(crewai:crewai)
+# name:venv, cheapest installs first; CrewAI's (about 1 GB) is the largest.
+all=(langchain:mcp1 autogen:mcp1 smolagents:mcp1 google_adk:mcp1 pydantic_ai:mcp2 openai_agents:mcp2 llama_index:mcp2 crewai:crewai)
 
-case "${FRAMEWORKS:-}" in
-  "") selected=("${ci[@]}") ;;
-  all) selected=("${ci[@]}" "${extra[@]}") ;;
+case "${FRAMEWORKS:-all}" in
+  all) selected=("${all[@]}") ;;
   *)
     selected=()
     IFS=, read -r -a wanted <<<"$FRAMEWORKS"
     for name in "${wanted[@]}"; do
       found=""
-      for entry in "${ci[@]}" "${extra[@]}"; do
+      for entry in "${all[@]}"; do
         [ "${entry%%:*}" = "$name" ] && found="$entry"
       done
       if [ -z "$found" ]; then
