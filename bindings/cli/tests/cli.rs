@@ -243,3 +243,22 @@ fn a_served_forum_is_reported_busy() {
     server.terminate();
     assert!(forum.run(&["token", "list"]).status.success());
 }
+
+#[test]
+fn a_stop_signal_sent_as_soon_as_it_listens_is_a_clean_stop() {
+    // The signals are listened for before the server says it listens: one sent at
+    // once must end it with its own shutdown (exit 0), not the signal's default kill.
+    let forum = TempForum::new();
+    for round in 0..12 {
+        let server = common::Server::start(&forum.db, None, &[]);
+        let said = if round % 2 == 0 {
+            server.terminate()
+        } else {
+            server.interrupt()
+        };
+        assert!(
+            said.iter().any(|l| l.contains("parley: stopped")),
+            "{said:?}"
+        );
+    }
+}

@@ -137,6 +137,9 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
             .await
             .map_err(|e| Failure::Other(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr()?;
+        // Before the server says it listens: a SIGTERM sent as soon as it has said
+        // so must stop it cleanly, not kill it by the signal's default action.
+        let signals = StopSignals::register()?;
         if !local.ip().is_loopback() {
             eprintln!("parley: warning: listening beyond loopback over plain HTTP: bearer tokens travel unencrypted");
         }
@@ -167,7 +170,7 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
         };
         let ending = Arc::clone(&forum);
         tokio::spawn(async move {
-            shutdown_signal().await;
+            signals.recv().await;
             let _ = stop_tx.send(true);
             // Every waiting read answers with its current result, every stream ends.
             ending.end_waits();
@@ -271,25 +274,32 @@ async fn admit(State(app): State<App>, request: Request, next: Next) -> Response
     next.run(request).await
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+/// SIGINT and SIGTERM, listened for from the moment they are registered.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn register() -> Result<StopSignals, Failure> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind: SignalKind| {
+            signal(kind).map_err(|e| Failure::Other(format!("cannot listen for signals: {e}")))
+        };
+        Ok(StopSignals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
     }
-    eprintln!("parley: shutting down, finishing requests in flight");
+
+    /// Returns at the first of the two.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+        eprintln!("parley: shutting down, finishing requests in flight");
+    }
 }
 
 /// The bearer token of the request: `Ok(None)` when there is no `Authorization`
