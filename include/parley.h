@@ -127,10 +127,14 @@ extern "C" {
 //
 // `settings_json` is NULL for the defaults, or a JSON object whose keys are all
 // optional: `{"realm": "ainotes", "limits": {"body_max_chars": 500,
-// "lease_ttl_max_s": 86400, "leases_max": 64, …}, "profiles": ["dialectic",
-// "listen", "guards", "coordination"], "guards": true, "coordination": true,
-// "durable": true, "clock": "2026-11-30T12:00:00.000Z"}`. A profile not listed in
-// `profiles` is off; `"guards"` and `"coordination"` switch one profile alone.
+// "lease_ttl_max_s": 86400, "leases_max": 64, "verify_quorum": 1, …}, "profiles":
+// ["dialectic", "listen", "guards", "coordination", "provenance"], "guards": true,
+// "coordination": true, "provenance": true, "trusted_realms": {"north":
+// "ed25519:…"}, "durable": true, "clock": "2026-11-30T12:00:00.000Z"}`. A profile
+// not listed in `profiles` is off; `"guards"`, `"coordination"` and `"provenance"`
+// switch one profile alone. `trusted_realms` names the realms whose signed claims
+// `import_claim` accepts, each with its `realm_key` (the manifest's; SPEC §18.3);
+// a malformed realm or key is `PARLEY_INVALID_ARGUMENT`.
 //
 // On `PARLEY_OK`, `*out` receives a new handle, owned by the caller and released
 // with `parley_forum_free`; on any other result `*out` is not written.
@@ -195,7 +199,7 @@ parley_result parley_token_revoke(struct parley_forum *forum, const char *token)
 // `"get_messages"`, `"search"`, `"get_digest"`, and with the coordination profile (SPEC §16, on by
 // default) `"set_presence"`, `"get_presence"`, `"lease"`, `"release"`,
 // `"get_leases"`, and with the provenance profile (SPEC §18, on by default)
-// `"export_claim"`, `"import_claim"`) with the JSON object `args_json` (NULL: `{}`) for
+// `"put_artifact"`, `"get_artifact"`, `"export_claim"`, `"import_claim"`) with the JSON object `args_json` (NULL: `{}`) for
 // the holder of `token` (NULL: no token; operations that need one are then
 // refused with `token_missing`).
 //

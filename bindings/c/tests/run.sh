@@ -139,6 +139,9 @@ if build test_listen "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/te
 fi
 # On a PostgreSQL forum when PARLEY_TEST_PG names a server (tests/pg/server.sh);
 # prints a skip line without one, and fails without one under PARLEY_TEST_PG_REQUIRED.
+if build test_provenance "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_provenance.c" "${LIBS[@]}"; then
+    run_program test_provenance
+fi
 if build test_postgres "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_postgres.c" "${LIBS[@]}"; then
     run_program test_postgres
 fi
