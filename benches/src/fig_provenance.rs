@@ -9,7 +9,9 @@
 //!   digest, one Ed25519 verification; then an `assert` post) against one durable
 //!   post, in alternating slices, as figure 23's. Each import carries a claim of its
 //!   own (an import of a claim already imported is refused), exported beforehand
-//!   by a second forum of another realm that the first trusts.
+//!   by a second forum of another realm that the first trusts. The detail adds
+//!   the post an import makes, an `assert` in a new thread with one hash evidence,
+//!   posted as such in the same slices (`import_vs_assert_post`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -151,9 +153,14 @@ pub fn import(dir: &Path, sizes: &Sizes) -> Res<Row> {
         call(&forum, writer, "import_claim", &json!({ "bundle": bundle })).map(drop)
     };
     import_one()?;
+    // Beside the figure: the post an import makes (an assert with one hash evidence,
+    // in a new thread), posted as such, so the detail says what the check itself adds.
+    let mut asserts: Vec<f64> = Vec::new();
+    let mut assert_seq = 0u64;
     let mut rep = |count: usize| -> Res<(f64, f64)> {
         let posts: Vec<Value> = cast.batch(1, count).remove(0);
         let (mut t_import, mut t_post) = (Duration::ZERO, Duration::ZERO);
+        let mut t_assert = Duration::ZERO;
         for (k, slice) in posts.chunks(SLICE).enumerate() {
             let mut imports = || -> Res<Duration> {
                 let start = Instant::now();
@@ -176,10 +183,23 @@ pub fn import(dir: &Path, sizes: &Sizes) -> Res<Row> {
                 t_post += time_posts()?;
                 t_import += imports()?;
             }
+            let start = Instant::now();
+            for _ in 0..slice.len() {
+                assert_seq += 1;
+                let env = json!({ "kind": "assert", "body": body(1_000_000 + assert_seq),
+                    "evidence": [{ "kind": "hash", "ref": format!("sha256:{:064x}", assert_seq),
+                                   "note": format!("acme/cl_{assert_seq}: unverified") }] });
+                post(&forum, writer, &env)?;
+            }
+            t_assert += start.elapsed();
         }
+        asserts.push(micros_per(t_assert, count));
         Ok((micros_per(t_import, count), micros_per(t_post, count)))
     };
     let series = paired_reps(sizes.reps, n, &mut rep)?;
+    // The first rep is paired_reps' warm-up.
+    let asserts = asserts.split_off(1);
+    let assert_median = median(&asserts);
     Ok(row
         .measured(median(&series[0]), Some(median(&series[1])))
         .with_detail(json!({
@@ -188,5 +208,8 @@ pub fn import(dir: &Path, sizes: &Sizes) -> Res<Row> {
             "reps": sizes.reps,
             "slice": SLICE,
             "series": series,
+            "assert_post_us": assert_median,
+            "import_vs_assert_post": median(&series[0]) / assert_median,
+            "assert_series": asserts,
         })))
 }
