@@ -3,8 +3,9 @@
 //! forum file, the same commands reach it through its admin channel (`control`).
 
 use clap::Subcommand;
-use parley_forum::{Error, Forum, IdentityInfo, TokenSpec};
 use serde_json::{json, Map, Value};
+
+pub(crate) use parley_server::control::Tokens;
 
 use crate::terminal::visible;
 use crate::{CmdResult, Failure};
@@ -32,29 +33,6 @@ pub(crate) enum TokenCommand {
     },
     /// List the identities with their kind, label and number of active tokens.
     List,
-}
-
-/// What the token commands need: the forum opened here, or a running server.
-pub(crate) trait Tokens {
-    /// Issues a token from its spec in the JSON form every binding shares.
-    fn create(&self, spec: &Value) -> Result<String, Error>;
-    /// `false` when no active token matches.
-    fn revoke(&self, token: &str) -> Result<bool, Error>;
-    fn identities(&self) -> Result<Vec<IdentityInfo>, Error>;
-}
-
-impl Tokens for Forum {
-    fn create(&self, spec: &Value) -> Result<String, Error> {
-        self.create_token(&TokenSpec::from_json(spec)?)
-    }
-
-    fn revoke(&self, token: &str) -> Result<bool, Error> {
-        self.revoke_token(token)
-    }
-
-    fn identities(&self) -> Result<Vec<IdentityInfo>, Error> {
-        Forum::identities(self)
-    }
 }
 
 pub(crate) fn run(forum: &dyn Tokens, cmd: TokenCommand) -> CmdResult {

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use parley_forum::Forum;
 
-use crate::control::{Channel, Direct};
-use crate::http::mcp::too_large_response;
 use crate::{CmdResult, Failure};
 use parley_forum::mcp::codes::{INTERNAL_ERROR, PARSE_ERROR};
 use parley_forum::mcp::error_response;
+use parley_server::control::{Channel, Direct};
+use parley_server::too_large_response;
 
 pub(crate) fn serve(forum: Forum, db: &Path, token: Option<&str>) -> CmdResult {
     let forum = Arc::new(forum);
@@ -64,13 +64,13 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
                     continue;
                 }
                 let started = std::time::Instant::now();
-                let span = crate::telemetry::stdio_begin();
+                let span = parley_server::telemetry::stdio_begin();
                 // A panic in the handler answers this message; the next ones are still served.
                 let handled =
                     std::panic::catch_unwind(AssertUnwindSafe(|| forum.mcp_reply(token, text)));
                 if let Some(span) = span {
                     let reply = handled.as_ref().ok().and_then(Option::as_ref);
-                    crate::telemetry::stdio_end(span, text, reply, handled.is_err());
+                    parley_server::telemetry::stdio_end(span, text, reply, handled.is_err());
                 }
                 let (reply, reason) = match handled {
                     Ok(Some(reply)) => (Some(reply.text), reply.reason),
@@ -92,12 +92,12 @@ fn serve_lines(forum: &Forum, token: Option<&str>) -> CmdResult {
     Ok(())
 }
 
-/// The request log's line for one message (as `http::log` writes one per request).
+/// The request log's line for one message (as `parley_server` writes one per request).
 fn log_message(request: &str, reason: Option<&str>, identity: &str, started: std::time::Instant) {
     if !tracing::enabled!(target: "parley::request", tracing::Level::INFO) {
         return;
     }
-    let tool = crate::http::tool_of(request);
+    let tool = parley_server::tool_of(request);
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(
         target: "parley::request",

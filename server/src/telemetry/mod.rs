@@ -28,9 +28,10 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 use opentelemetry_sdk::Resource;
 use tracing_subscriber::{Layer, Registry};
 
-use crate::Failure;
+use crate::Error;
 
-pub(crate) use spans::{http_span, note_json, stdio_begin, stdio_end, McpTrace};
+pub(crate) use spans::{http_span, note_json, McpTrace};
+pub use spans::{stdio_begin, stdio_end};
 
 /// Whether spans are exported: set once, when export starts.
 static ON: AtomicBool = AtomicBool::new(false);
@@ -50,13 +51,13 @@ const TRACES_PATH: &str = "/v1/traces";
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A running export; [`Telemetry::stop`] flushes it.
-pub(crate) struct Telemetry {
+pub struct Telemetry {
     provider: SdkTracerProvider,
     lost: export::Lost,
 }
 
 /// The `tracing` layer that turns the server spans into OpenTelemetry spans.
-pub(crate) type OtelLayer = Box<dyn Layer<Registry> + Send + Sync>;
+pub type OtelLayer = Box<dyn Layer<Registry> + Send + Sync>;
 
 /// The traces endpoint (a full URL) when export is on, from the flag or the
 /// standard variables; `None` when it is off. The flag and the generic
@@ -64,7 +65,7 @@ pub(crate) type OtelLayer = Box<dyn Layer<Registry> + Send + Sync>;
 /// have no path); `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is used as it is.
 /// `OTEL_SDK_DISABLED=true` and `OTEL_TRACES_EXPORTER=none` turn export off, flag
 /// or not.
-pub(crate) fn endpoint(flag: Option<&str>) -> Result<Option<String>, Failure> {
+pub fn endpoint(flag: Option<&str>) -> Result<Option<String>, Error> {
     let var = |name: &str| {
         std::env::var(name)
             .ok()
@@ -90,13 +91,13 @@ pub(crate) fn endpoint(flag: Option<&str>) -> Result<Option<String>, Failure> {
         "OTEL_EXPORTER_OTLP_PROTOCOL",
     ] {
         if let Some(protocol) = var(name).filter(|p| p != "http/protobuf") {
-            return Err(Failure::Other(format!(
+            return Err(Error::new(format!(
                 "{name}={protocol:?}: this server exports traces over http/protobuf only"
             )));
         }
     }
     if !url.starts_with("http://") {
-        return Err(Failure::Other(format!(
+        return Err(Error::new(format!(
             "{from} {url:?}: the OTLP endpoint must be an http:// URL (a collector or \
              agent on this host or network; this build has no TLS for OTLP)"
         )));
@@ -117,13 +118,13 @@ fn base(url: &str) -> String {
 /// Starts exporting to `url`: the batch processor's thread, and the layer to install.
 /// `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` describe the service (its name
 /// is `parley` otherwise).
-pub(crate) fn start(url: &str) -> Result<(Telemetry, OtelLayer), Failure> {
+pub fn start(url: &str) -> Result<(Telemetry, OtelLayer), Error> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(url)
         .build()
-        .map_err(|e| Failure::Other(format!("cannot start the OTLP exporter for {url}: {e}")))?;
+        .map_err(|e| Error::new(format!("cannot start the OTLP exporter for {url}: {e}")))?;
     let (exporter, lost) = export::Counted::new(exporter);
     let processor = BatchSpanProcessor::builder(exporter)
         .with_batch_config(BatchConfigBuilder::default().build())
@@ -152,7 +153,7 @@ pub(crate) fn start(url: &str) -> Result<(Telemetry, OtelLayer), Failure> {
 
 impl Telemetry {
     /// Exports what is queued (within a few seconds) and stops the export thread.
-    pub(crate) fn stop(self) {
+    pub fn stop(self) {
         ON.store(false, Ordering::Relaxed);
         if let Err(e) = self.provider.shutdown_with_timeout(FLUSH_TIMEOUT) {
             tracing::warn!(target: "parley::telemetry", "the last traces could not be flushed: {e}");

@@ -56,7 +56,7 @@ impl Hosts {
 
 /// Checks a `--allow-host` value: a host name, an IPv4 address or a bracketed IPv6
 /// address, optionally with `:port`; no scheme, path or user.
-pub(crate) fn parse_allow_host(value: &str) -> Result<String, String> {
+pub fn parse_allow_host(value: &str) -> Result<String, String> {
     match split(value) {
         Some(_) => Ok(value.to_string()),
         None => Err(not_a_host(value)),

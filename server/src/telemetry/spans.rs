@@ -410,13 +410,13 @@ fn end(span: Span, parent: Option<Context>, attributes: Vec<KeyValue>) {
 }
 
 /// Opens the span of one stdio message; `None` while export is off.
-pub(crate) fn stdio_begin() -> Option<Span> {
+pub fn stdio_begin() -> Option<Span> {
     on().then(server_span)
 }
 
 /// Ends the span of the stdio message `request`, answered by `reply` (`None` for a
 /// notification, or when its handling failed: `failed`).
-pub(crate) fn stdio_end(span: Span, request: &str, reply: Option<&McpReply>, failed: bool) {
+pub fn stdio_end(span: Span, request: &str, reply: Option<&McpReply>, failed: bool) {
     let parsed = serde_json::from_str::<Value>(request).ok();
     let Some(mut trace) = McpTrace::of(parsed.as_ref()) else {
         return;

@@ -242,7 +242,7 @@ fn refusal_error(refusal: &Refusal) -> Value {
 }
 
 /// The answer to a message over `max` bytes, shared with the stdio transport.
-pub(crate) fn too_large_response(max: usize) -> String {
+pub fn too_large_response(max: usize) -> String {
     let refusal = Refusal::new(
         Reason::PayloadTooLarge,
         format!("the request is larger than request_max_bytes ({max} bytes)"),

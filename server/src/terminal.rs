@@ -12,14 +12,14 @@ use std::fmt::Write as _;
 
 /// Whether `c` is a control character shown as an escape: C0 but newline and tab,
 /// DEL, and C1 (U+0080–U+009F, which some terminals obey as 8-bit escapes).
-pub(crate) fn hidden(c: char) -> bool {
+pub fn hidden(c: char) -> bool {
     matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}')
 }
 
 /// `text` with every [`hidden`] character written as `\u00XX`. In JSON text, which
 /// holds these characters only inside strings, the result is the same JSON (C0 is
 /// already escaped there by the serializer; DEL and C1 are not).
-pub(crate) fn visible(text: &str) -> Cow<'_, str> {
+pub fn visible(text: &str) -> Cow<'_, str> {
     if !text.chars().any(hidden) {
         return Cow::Borrowed(text);
     }

@@ -17,7 +17,6 @@ use serde_json::{json, Value};
 
 use super::{failure, reply, socket_path, Kind, MAX_LINE};
 use crate::http::posts::Posts;
-use crate::Failure;
 use socket::{bind_privately, clear_the_way, own_uid, remove_if_ours};
 
 mod socket;
@@ -40,8 +39,10 @@ const LIMITS: Limits = Limits {
 /// How long a reply may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where the channel's requests go.
-pub(crate) trait Backend: Send + Sync + 'static {
+/// Where the channel's requests go: the HTTP server's engine thread, or the
+/// forum itself ([`Direct`]).
+pub trait Backend: Send + Sync + 'static {
+    /// The forum the channel's reads and token commands go to.
     fn forum(&self) -> &Forum;
     /// Posts an envelope the way the server posts its own requests.
     fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error>;
@@ -71,7 +72,7 @@ impl Backend for Engine {
 
 /// A forum served by nothing else that batches posts (`serve --stdio`): the
 /// engine's own group commit joins concurrent posts.
-pub(crate) struct Direct(pub(crate) Arc<Forum>);
+pub struct Direct(pub Arc<Forum>);
 
 impl Backend for Direct {
     fn forum(&self) -> &Forum {
@@ -94,7 +95,7 @@ fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
 /// The running channel. Dropping it stops it: no new connection is accepted, open
 /// ones are closed once their current request is answered, and the socket is
 /// removed if it is still the one this server made.
-pub(crate) struct Channel {
+pub struct Channel {
     path: PathBuf,
     /// Device and inode of the socket this server linked into place.
     made: (u64, u64),
@@ -133,7 +134,7 @@ impl Channel {
     /// Starts the channel of the forum file `db`. A path held by something this
     /// server must not replace is an error (the server does not start); a channel
     /// that cannot be offered for another reason is a warning, and `None`.
-    pub(crate) fn start(db: &Path, backend: Arc<dyn Backend>) -> Result<Option<Channel>, Failure> {
+    pub fn start(db: &Path, backend: Arc<dyn Backend>) -> Result<Option<Channel>, crate::Error> {
         if super::is_shared(db) {
             return Ok(None);
         }
@@ -145,7 +146,7 @@ impl Channel {
                 );
                 Ok(Some(channel))
             }
-            Err(StartError::Refuse(message)) => Err(Failure::Other(message)),
+            Err(StartError::Refuse(message)) => Err(crate::Error::new(message)),
             Err(StartError::Unavailable(message)) => {
                 eprintln!("parley: warning: no admin channel: {message}");
                 Ok(None)
@@ -156,7 +157,7 @@ impl Channel {
     /// Checks what is at the channel's path before the forum file is opened (or
     /// made), so that a server that would be refused there leaves no new forum file
     /// behind. A stale socket of ours is removed here; `start` checks again.
-    pub(crate) fn preflight(db: &Path) -> Result<(), Failure> {
+    pub fn preflight(db: &Path) -> Result<(), crate::Error> {
         if super::is_shared(db) {
             return Ok(());
         }
@@ -165,7 +166,7 @@ impl Channel {
             return Ok(());
         }
         match clear_the_way(&socket_path(db), own_uid()) {
-            Err(StartError::Refuse(message)) => Err(Failure::Other(message)),
+            Err(StartError::Refuse(message)) => Err(crate::Error::new(message)),
             Ok(()) | Err(StartError::Unavailable(_)) => Ok(()),
         }
     }
@@ -220,7 +221,7 @@ impl Channel {
     /// Stops accepting, closes every connection (a request being handled is
     /// answered first), waits until no connection holds the backend, and removes
     /// the socket if it is still ours.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         let Some(accept) = self.accept.take() else {
             return;
         };

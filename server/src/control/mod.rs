@@ -30,11 +30,37 @@ mod server;
 
 use std::path::{Path, PathBuf};
 
-use parley_forum::{Error, Refusal};
+use parley_forum::{Error, Forum, IdentityInfo, Refusal, TokenSpec};
 use serde_json::{json, Value};
 
-pub(crate) use client::Client;
-pub(crate) use server::{Channel, Direct, Engine};
+pub use client::Client;
+pub(crate) use server::Engine;
+pub use server::{Backend, Channel, Direct};
+
+/// What the token commands need: the forum opened in this process, or a running
+/// server through its admin channel ([`Client`]).
+pub trait Tokens {
+    /// Issues a token from its spec in the JSON form every binding shares.
+    fn create(&self, spec: &Value) -> Result<String, Error>;
+    /// `false` when no active token matches.
+    fn revoke(&self, token: &str) -> Result<bool, Error>;
+    /// The identities with their kind, label and number of active tokens.
+    fn identities(&self) -> Result<Vec<IdentityInfo>, Error>;
+}
+
+impl Tokens for Forum {
+    fn create(&self, spec: &Value) -> Result<String, Error> {
+        self.create_token(&TokenSpec::from_json(spec)?)
+    }
+
+    fn revoke(&self, token: &str) -> Result<bool, Error> {
+        self.revoke_token(token)
+    }
+
+    fn identities(&self) -> Result<Vec<IdentityInfo>, Error> {
+        Forum::identities(self)
+    }
+}
 
 /// The longest request line the server reads (the newline aside).
 pub(crate) const MAX_LINE: usize = 1 << 20;
@@ -42,13 +68,13 @@ pub(crate) const MAX_LINE: usize = 1 << 20;
 /// Whether `db` names a forum in PostgreSQL. Such a forum has no admin channel:
 /// it is shared by design, and every command opens it directly, beside any running
 /// server (a token made or revoked that way holds on every server at once).
-pub(crate) fn is_shared(db: &Path) -> bool {
+pub fn is_shared(db: &Path) -> bool {
     db.to_str()
         .is_some_and(parley_forum::storage::is_postgres_url)
 }
 
 /// The socket of the forum file `db`: the file's name with `.sock` appended.
-pub(crate) fn socket_path(db: &Path) -> PathBuf {
+pub fn socket_path(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push(".sock");
     PathBuf::from(name)

@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 
 /// Anything that can make a generic call (SPEC §11.3): the forum in-process, or a
 /// running server reached through its admin channel.
-pub(crate) trait Call {
+pub trait Call {
+    /// Runs `operation` with `args` as the holder of `token`.
     fn call(&self, token: Option<&str>, operation: &str, args: &Value) -> Result<Value, Error>;
 }
 
@@ -21,13 +22,13 @@ impl Call for Forum {
 
 /// One thread whose state is an unconfirmed proposal.
 #[derive(Debug, Clone)]
-pub(crate) struct Proposal {
+pub struct Proposal {
     /// The thread summary (SPEC §8.2).
-    pub(crate) thread: Value,
+    pub thread: Value,
     /// The transition event that proposed the state (§8.4), when the log has it.
-    pub(crate) event: Option<Value>,
+    pub event: Option<Value>,
     /// The message that proposed it: its body is the "why".
-    pub(crate) message: Option<Value>,
+    pub message: Option<Value>,
 }
 
 /// The largest page the engine serves (`page_max`); fewer round trips per scan.
@@ -37,7 +38,7 @@ const PAGE: u64 = 200;
 ///
 /// It walks the thread list once (the engine keeps no index of unconfirmed states),
 /// then reads the events of each proposed thread to say who proposed it and why.
-pub(crate) fn proposals(forum: &dyn Call, token: Option<&str>) -> Result<Vec<Proposal>, Error> {
+pub fn proposals(forum: &dyn Call, token: Option<&str>) -> Result<Vec<Proposal>, Error> {
     let mut found = Vec::new();
     each_page(forum, token, "list_threads", Map::new(), &mut |summary| {
         if summary["state_confirmed_at"].is_null() {
@@ -143,21 +144,26 @@ fn number(id: &Value) -> u64 {
 
 /// What a person does to a thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Act {
+pub enum Act {
     /// Mark the current, unconfirmed state: it becomes confirmed.
     Confirm,
     /// Mark `closed` (a person's mark is confirmed, so the thread locks).
     Close,
+    /// Reopen a closed thread or one in a side state.
     Reopen,
+    /// Set the thread's state to the one given.
     Mark(String),
+    /// Answer under the root message.
     Answer,
+    /// Add a note.
     Note,
+    /// Ask a question.
     Ask,
 }
 
 impl Act {
     /// From a form's or command's action name and, for `mark`, its state.
-    pub(crate) fn parse(action: &str, state: Option<&str>) -> Result<Act, Error> {
+    pub fn parse(action: &str, state: Option<&str>) -> Result<Act, Error> {
         let state = state.map(str::trim).filter(|s| !s.is_empty());
         Ok(match action {
             "confirm" => Act::Confirm,
@@ -189,7 +195,8 @@ impl Act {
         })
     }
 
-    pub(crate) fn name(&self) -> &'static str {
+    /// The action's name, as `parse` reads it.
+    pub fn name(&self) -> &'static str {
         match self {
             Act::Confirm => "confirm",
             Act::Close => "close",
@@ -203,7 +210,7 @@ impl Act {
 
     /// The body used when the person gives none, or `None` where a body is the point
     /// of the act (answer, note, ask).
-    pub(crate) fn default_body(&self) -> Option<&'static str> {
+    pub fn default_body(&self) -> Option<&'static str> {
         match self {
             Act::Confirm => Some("Confirmed."),
             Act::Close => Some("Closed."),
@@ -227,7 +234,7 @@ impl Act {
 /// confirmed unseen. It is refused with `invalid_transition` when the thread is in
 /// that state and it is already confirmed: there is nothing to confirm, and the mark
 /// would be refused or mean a re-mark.
-pub(crate) fn envelope(
+pub fn envelope(
     forum: &dyn Call,
     token: Option<&str>,
     thread: &str,

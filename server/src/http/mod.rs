@@ -29,7 +29,8 @@ mod coordination;
 mod host;
 mod log;
 mod provenance;
-pub(crate) use log::{tool_of, Outcome};
+pub use log::tool_of;
+pub(crate) use log::Outcome;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
@@ -38,6 +39,8 @@ mod readers;
 mod rest;
 pub(crate) mod sse;
 mod stalls;
+#[cfg(test)]
+pub(crate) mod testing;
 mod waits;
 
 use std::sync::Arc;
@@ -54,18 +57,19 @@ use http_body_util::BodyExt;
 use parley_forum::{Forum, Reason, Refusal};
 use serde_json::{json, Value};
 
-use crate::{CmdResult, Failure};
-pub(crate) use connections::{fit_to_descriptors, Limits};
-pub(crate) use host::parse_allow_host;
+use crate::Error;
+pub use connections::{fit_to_descriptors, Limits};
+pub use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
 pub(crate) use provenance::raw_response as raw_artifact;
 pub(crate) use rest::too_many_waits;
-pub(crate) use waits::default_share;
+pub use waits::default_share;
 
-/// What every handler shares.
+/// What every handler shares: the forum, its engine and reader threads, the
+/// waits, the web sessions and the admission rules; [`serve`] builds it.
 #[derive(Clone)]
-pub(crate) struct App {
+pub struct App {
     pub(crate) forum: Arc<Forum>,
     pub(crate) origins: Arc<Origins>,
     pub(crate) hosts: Arc<Hosts>,
@@ -83,46 +87,50 @@ pub(crate) struct App {
 }
 
 /// How `serve --http` serves: the flags of the `serve` subcommand.
-pub(crate) struct Options {
-    pub(crate) addr: String,
-    pub(crate) allow_origins: Vec<String>,
-    pub(crate) allow_hosts: Vec<String>,
+pub struct Options {
+    /// The address to listen on, `HOST:PORT`.
+    pub addr: String,
+    /// Origins accepted beside the loopback ones.
+    pub allow_origins: Vec<String>,
+    /// Hosts answered beside the loopback names, as NAME or NAME:PORT.
+    pub allow_hosts: Vec<String>,
     /// How long requests in flight may take to finish after SIGINT/SIGTERM.
-    pub(crate) grace: Duration,
-    pub(crate) limits: Limits,
+    pub grace: Duration,
+    /// What each connection is held to, and how many are served at once.
+    pub limits: Limits,
     /// Waiting requests and event streams held at once.
-    pub(crate) max_waits: usize,
+    pub max_waits: usize,
     /// Of those, the most one token holds.
-    pub(crate) max_waits_per_token: usize,
+    pub max_waits_per_token: usize,
     /// The heartbeat interval of event streams.
-    pub(crate) heartbeat: Duration,
+    pub heartbeat: Duration,
     /// A web session ends after this long without a request…
-    pub(crate) web_session_idle: Duration,
+    pub web_session_idle: Duration,
     /// …and this long after sign-in, whichever comes first.
-    pub(crate) web_session_max: Duration,
+    pub web_session_max: Duration,
     /// The web view is reached through TLS: its cookies are `Secure`.
-    pub(crate) web_secure_cookie: bool,
+    pub web_secure_cookie: bool,
 }
 
 /// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
 /// finish; a connection still open after that (a client that stalls mid-request) is
 /// closed. Engine calls already running always complete before the forum is closed.
-pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> CmdResult {
-    let origins = Origins::new(&options.allow_origins).map_err(Failure::Other)?;
-    let hosts = Hosts::new(&options.allow_hosts).map_err(Failure::Other)?;
+pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<(), Error> {
+    let origins = Origins::new(&options.allow_origins).map_err(Error::new)?;
+    let hosts = Hosts::new(&options.allow_hosts).map_err(Error::new)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(64)
         .build()
-        .map_err(|e| Failure::Other(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::new(format!("cannot start the async runtime: {e}")))?;
     let forum = Arc::new(forum);
     let posts = Arc::new(
         posts::Posts::start(&forum)
-            .map_err(|e| Failure::Other(format!("cannot start the engine thread: {e}")))?,
+            .map_err(|e| Error::new(format!("cannot start the engine thread: {e}")))?,
     );
     let readers = Arc::new(
         readers::Readers::start()
-            .map_err(|e| Failure::Other(format!("cannot start the reader threads: {e}")))?,
+            .map_err(|e| Error::new(format!("cannot start the reader threads: {e}")))?,
     );
     let engine = crate::control::Engine {
         forum: Arc::clone(&forum),
@@ -135,7 +143,7 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| Failure::Other(format!("cannot listen on {addr}: {e}")))?;
+            .map_err(|e| Error::new(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr()?;
         // Before the server says it listens: a SIGTERM sent as soon as it has said
         // so must stop it cleanly, not kill it by the signal's default action.
@@ -188,7 +196,7 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
                 eprintln!("parley: connections still open after {} ms; closing them", grace.as_millis());
             }
         }
-        CmdResult::Ok(())
+        Ok::<(), Error>(())
     })?;
     // The admin channel's connections finish their requests and let go of the forum.
     if let Some(channel) = channel.as_mut() {
@@ -204,17 +212,15 @@ pub(crate) fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Cm
     posts.stop();
     match Arc::try_unwrap(forum) {
         Ok(forum) => drop(forum),
-        Err(_) => {
-            return Err(Failure::Other(
-                "the forum was still in use at shutdown".into(),
-            ))
-        }
+        Err(_) => return Err(Error::new("the forum was still in use at shutdown")),
     }
     eprintln!("parley: stopped");
     Ok(())
 }
 
-pub(crate) fn router(app: App) -> Router {
+/// Every route of the server (MCP, REST, event streams, the web view) behind its
+/// admission check, span and request log, over the shared state `app`.
+pub fn router(app: App) -> Router {
     Router::new()
         .route(
             "/mcp",
@@ -281,10 +287,10 @@ struct StopSignals {
 }
 
 impl StopSignals {
-    fn register() -> Result<StopSignals, Failure> {
+    fn register() -> Result<StopSignals, Error> {
         use tokio::signal::unix::{signal, SignalKind};
         let listen = |kind: SignalKind| {
-            signal(kind).map_err(|e| Failure::Other(format!("cannot listen for signals: {e}")))
+            signal(kind).map_err(|e| Error::new(format!("cannot listen for signals: {e}")))
         };
         Ok(StopSignals {
             interrupt: listen(SignalKind::interrupt())?,
@@ -553,86 +559,5 @@ mod tests {
         let resp = refusal_response(&limited);
         assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
-    }
-}
-
-/// A server in this process, for tests that act on the forum while it serves
-/// (revoking a token, which the command line cannot do while the file is held).
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::net::SocketAddr;
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use parley_forum::Forum;
-    use tokio::sync::watch;
-
-    use super::readers::Readers;
-    use super::{connections, origin::Origins, posts::Posts, router, waits::Waits, App, Hosts};
-
-    pub(crate) struct TestServer {
-        pub(crate) addr: SocketAddr,
-        pub(crate) forum: Arc<Forum>,
-        /// The server's queue of posts.
-        pub(crate) posts: Arc<Posts>,
-        stop: watch::Sender<bool>,
-        runtime: Option<tokio::runtime::Runtime>,
-    }
-
-    impl TestServer {
-        pub(crate) fn start(forum: Forum, heartbeat: Duration) -> TestServer {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            let forum = Arc::new(forum);
-            let (stop, stopping) = watch::channel(false);
-            let posts = Arc::new(Posts::start(&forum).unwrap());
-            let limits = connections::Limits {
-                header_timeout: Duration::from_secs(10),
-                idle_timeout: Duration::from_secs(60),
-                body_timeout: Duration::from_secs(10),
-                max_connections: 64,
-            };
-            let app = App {
-                forum: Arc::clone(&forum),
-                origins: Arc::new(Origins::new(&[]).unwrap()),
-                hosts: Arc::new(Hosts::new(&[]).unwrap()),
-                posts: Arc::clone(&posts),
-                readers: Arc::new(Readers::start().unwrap()),
-                waits: Arc::new(Waits::new(&forum, 16, 16)),
-                heartbeat,
-                idle_timeout: limits.idle_timeout,
-                stopping: stopping.clone(),
-                web: Arc::new(crate::web::session::Sessions::new(
-                    Duration::from_secs(1800),
-                    Duration::from_secs(43200),
-                    false,
-                )),
-            };
-            let listener = runtime
-                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-                .unwrap();
-            let addr = listener.local_addr().unwrap();
-            runtime.spawn(connections::serve(listener, router(app), limits, stopping));
-            TestServer {
-                addr,
-                forum,
-                posts,
-                stop,
-                runtime: Some(runtime),
-            }
-        }
-    }
-
-    impl Drop for TestServer {
-        fn drop(&mut self) {
-            let _ = self.stop.send(true);
-            self.forum.end_waits();
-            if let Some(runtime) = self.runtime.take() {
-                runtime.shutdown_timeout(Duration::from_secs(10));
-            }
-        }
     }
 }

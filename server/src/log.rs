@@ -13,13 +13,13 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 use crate::telemetry::OtelLayer;
-use crate::Failure;
+use crate::Error;
 
 /// Installs the subscriber for `serve`; `format` is `text` or `json` (clap checks it).
-pub(crate) fn start(format: &str, otel: Option<OtelLayer>) -> Result<(), Failure> {
+pub fn start(format: &str, otel: Option<OtelLayer>) -> Result<(), Error> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec)
-            .map_err(|e| Failure::Other(format!("RUST_LOG={spec:?} is not a log filter: {e}")))?,
+            .map_err(|e| Error::new(format!("RUST_LOG={spec:?} is not a log filter: {e}")))?,
         // The exporter's own warning per failed batch is left out: the server warns
         // once (`telemetry::export`).
         _ => EnvFilter::new("info,opentelemetry-otlp=error"),
@@ -41,5 +41,5 @@ pub(crate) fn start(format: &str, otel: Option<OtelLayer>) -> Result<(), Failure
     } else {
         base.with(fmt()).with(filter).try_init()
     };
-    installed.map_err(|e| Failure::Other(format!("cannot start the log: {e}")))
+    installed.map_err(|e| Error::new(format!("cannot start the log: {e}")))
 }

@@ -135,7 +135,7 @@ pub(crate) fn tool_in(request: &Value) -> Option<String> {
 }
 
 /// The tool of an MCP `tools/call` request, read without building the whole request.
-pub(crate) fn tool_of(request: &str) -> Option<String> {
+pub fn tool_of(request: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Call {
         method: Option<String>,

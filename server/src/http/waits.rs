@@ -88,7 +88,7 @@ impl Drop for Place {
 }
 
 /// The default share of one token: a quarter of the places, at least one.
-pub(crate) fn default_share(max: usize) -> usize {
+pub fn default_share(max: usize) -> usize {
     (max / 4).max(1)
 }
 

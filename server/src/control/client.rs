@@ -12,8 +12,8 @@ use std::time::Duration;
 use parley_forum::{Error, IdentityInfo, TokenKind};
 use serde_json::{json, Value};
 
+use super::Tokens;
 use super::{broken, outcome, socket_path};
-use crate::admin::Tokens;
 use crate::human::Call;
 
 /// The largest reply read: a whole thread can be large, but not without bound.
@@ -23,7 +23,7 @@ const MAX_REPLY: u64 = 256 << 20;
 const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A connection to a running server's admin channel.
-pub(crate) struct Client {
+pub struct Client {
     path: PathBuf,
     connection: Mutex<Connection>,
 }
@@ -38,7 +38,7 @@ impl Client {
     /// there (no socket, a stale one, or something that is not a socket), and the
     /// command may open the file itself. A socket served by another user is an error:
     /// the command's token is not sent to it.
-    pub(crate) fn connect(db: &Path) -> Result<Option<Client>, String> {
+    pub fn connect(db: &Path) -> Result<Option<Client>, String> {
         Client::connect_as(db, rustix::process::geteuid().as_raw())
     }
 

@@ -1,0 +1,50 @@
+//! The Parley server: one forum served over MCP (Streamable HTTP at `POST /mcp`),
+//! REST (`/v1/…`), event streams and the person's web view (`/`), with the admin
+//! channel beside the forum file, the request log and OpenTelemetry traces. Every
+//! protocol decision is the engine's (`parley_forum`); the server maps HTTP onto it.
+//!
+//! The `parley` command hosts it (`parley serve --http`) and, for its other
+//! commands, reaches a running server through [`control::Client`]. What the web
+//! view and the command line both show a person ([`human`], [`view`],
+//! [`terminal`]) lives here too, since the server cannot depend on the command.
+
+mod http;
+mod web;
+
+pub mod control;
+pub mod human;
+pub mod log;
+pub mod telemetry;
+pub mod terminal;
+pub mod view;
+
+pub use http::mcp::too_large_response;
+pub use http::{
+    default_share, fit_to_descriptors, parse_allow_host, router, serve, tool_of, App, Limits,
+    Options,
+};
+
+/// A failure that keeps the server from starting or from shutting down cleanly,
+/// as one line for the person who started it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(String);
+
+impl Error {
+    pub(crate) fn new(message: impl Into<String>) -> Error {
+        Error(message.into())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        Error(err.to_string())
+    }
+}
