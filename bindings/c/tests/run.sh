@@ -4,10 +4,11 @@
 #     the entry points (tests/entry_points.rs: random calls checked against the
 #     header's contract; PARLEY_FUZZ_CASES and PARLEY_FUZZ_SEED pass through), the
 #     header drift check and the inventory of by-value inputs (tests/header.rs);
-#   - the C tests (test_api.c, test_threads.c, test_listen.c, test_postgres.c, which
-#     needs PARLEY_TEST_PG for most of its cases) and the C++ header check, compiled
-#     with -std=c99 -Wall -Wextra -Werror -pedantic and run under AddressSanitizer,
-#     LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses valgrind memcheck);
+#   - the C tests (test_api.c, test_profiles.c, test_threads.c, test_listen.c,
+#     test_postgres.c, which needs PARLEY_TEST_PG for most of its cases) and the C++
+#     header check, compiled with -std=c99 -Wall -Wextra -Werror -pedantic and run
+#     under AddressSanitizer, LeakSanitizer and UBSan (PARLEY_SANITIZER=valgrind uses
+#     valgrind memcheck);
 #   - the conformance runner over every tests/conformance/*.json;
 #   - the example host examples/c/chat.c, built with the command of its README and
 #     again against the shared library, and the poll loop of examples/c/listen.c.
@@ -130,6 +131,9 @@ run_program() { # name args...
 mkdir -p "$WORK/scratch"
 if build test_api "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_api.c" "${LIBS[@]}"; then
     run_program test_api "$WORK/fixtures" "$WORK/scratch"
+fi
+if build test_profiles "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_profiles.c" "${LIBS[@]}"; then
+    run_program test_profiles
 fi
 if build test_threads "$CC" "${CFLAGS[@]}" "${SAN[@]}" "$ROOT/bindings/c/tests/test_threads.c" "${LIBS[@]}"; then
     run_program test_threads
