@@ -446,6 +446,23 @@ class Browser:
         return target
 
 
+def mark_page(browser: Browser) -> None:
+    """Sets a marker that survives only as long as this very page (no reload)."""
+    browser.driver.execute_script("window.__parley_page = 'kept';")
+
+
+def same_page(browser: Browser) -> bool:
+    return bool(browser.driver.execute_script("return window.__parley_page === 'kept';"))
+
+
+def wait_navigation(browser: Browser, start: Callable[[], None]) -> None:
+    """Runs `start` (which leaves the page) and waits until a new page has loaded."""
+    mark_page(browser)
+    start()
+    browser.wait("a new page", lambda: not same_page(browser))
+    browser.wait_loaded()
+
+
 @pytest.fixture(scope="session")
 def browsers(server: Server) -> Iterator[Callable[..., Browser]]:
     """Makes browsers on demand; every one is closed at the end of the run."""

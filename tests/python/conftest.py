@@ -19,12 +19,13 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import pytest
 
 import parley
 import parley.aio
+from served import SETTINGS, Cast, Server
 
 CLOCK = "2026-11-30T12:00:00.000Z"
 REPO = Path(__file__).resolve().parents[2]
@@ -168,3 +169,28 @@ def tokens(forum: parley.Forum) -> Dict[str, str]:
         "reader": forum.create_token("reader", rights=("read",)),
         "ann": forum.create_token("ann", kind="human"),
     }
+
+
+# The served forum of the remote tests (served.py).
+
+
+@pytest.fixture
+def servers(parley_bin: Path, tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Makes servers on fresh forum files (not started); kills what is left at the end."""
+    made: List[Server] = []
+
+    def make(settings: Dict[str, Any] = SETTINGS, extra: Sequence[str] = ()) -> Server:
+        server = Server(parley_bin, tmp_path / f"forum{len(made)}.redb", settings, extra)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.kill()
+
+
+@pytest.fixture
+def cast(servers: Callable[..., Server]) -> Iterator[Cast]:
+    c = Cast(servers())
+    yield c
+    c.close()

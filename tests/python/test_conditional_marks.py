@@ -20,7 +20,7 @@ import pytest
 
 import parley
 import parley.aio
-from test_remote import SERVED_ONLY, Server, servers  # noqa: F401  (a fixture)
+from served import SERVED_ONLY, Server
 
 
 def moved_on(bob: parley.Session, carol: parley.Session) -> str:

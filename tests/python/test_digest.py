@@ -10,8 +10,7 @@ import pytest
 
 import parley
 import parley.aio
-from test_remote import SERVED_ONLY, cast, servers  # noqa: F401 (fixtures)
-from test_remote import Cast
+from served import SERVED_ONLY, Cast
 
 
 def ids(messages: List[Any]) -> List[str]:

@@ -15,7 +15,7 @@ import pytest
 
 import parley
 import parley.aio
-from test_remote import SERVED_ONLY, Server, servers  # noqa: F401  (a fixture)
+from served import SERVED_ONLY, Server
 
 CLOCK = "2026-11-30T12:00:00.000Z"
 

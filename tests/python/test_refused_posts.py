@@ -12,7 +12,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Tuple
 
 import parley
-from test_remote import SERVED_ONLY, Server, servers  # noqa: F401  (a fixture)
+from served import SERVED_ONLY, Server
 
 BOGUS = "pt_0000000000000000000000000000000000000000000"
 
