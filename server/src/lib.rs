@@ -9,6 +9,7 @@
 //! [`terminal`]) lives here too, since the server cannot depend on the command.
 
 mod http;
+mod panics;
 mod web;
 
 pub mod control;

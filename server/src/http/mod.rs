@@ -1,9 +1,11 @@
 //! The HTTP server: MCP Streamable HTTP at `POST /mcp` and the REST routes of
 //! SPEC §11.2 under `/v1`, one engine behind both.
 //!
-//! The engine is blocking (redb), so no call runs on an async worker: a read runs
-//! on tokio's blocking pool, a post (REST or MCP) on the engine thread (`posts`),
-//! each run of a waiting read on a reader thread (`readers`). On SIGINT or SIGTERM
+//! The engine is blocking (redb), so no call runs on an async worker: a call (a
+//! post or a read, REST, MCP or web alike) runs on tokio's blocking pool
+//! ([`blocking`]), each run of a waiting read on a reader thread (`readers`). Posts
+//! that arrive together share the engine's group commits; the server keeps no
+//! queue of its own. On SIGINT or SIGTERM
 //! the listener stops accepting, requests in flight finish (within a grace
 //! period), and the forum is closed only after the last engine call has returned,
 //! so no acknowledged write is lost.
@@ -22,7 +24,7 @@
 //! hold the grace period up.
 //!
 //! While it serves, the admin channel (`crate::control`) answers the command line on
-//! a Unix socket beside the forum file; its posts join the engine thread's bunches.
+//! a Unix socket beside the forum file; its posts reach the engine as directly.
 
 mod connections;
 mod coordination;
@@ -34,7 +36,6 @@ pub(crate) use log::Outcome;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
-pub(crate) mod posts;
 mod readers;
 mod rest;
 pub(crate) mod sse;
@@ -73,7 +74,6 @@ pub struct App {
     pub(crate) forum: Arc<Forum>,
     pub(crate) origins: Arc<Origins>,
     pub(crate) hosts: Arc<Hosts>,
-    pub(crate) posts: Arc<posts::Posts>,
     pub(crate) readers: Arc<readers::Readers>,
     pub(crate) waits: Arc<waits::Waits>,
     /// The longest an event stream stays silent: then it sends a comment.
@@ -124,21 +124,12 @@ pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<()
         .build()
         .map_err(|e| Error::new(format!("cannot start the async runtime: {e}")))?;
     let forum = Arc::new(forum);
-    let posts = Arc::new(
-        posts::Posts::start(&forum)
-            .map_err(|e| Error::new(format!("cannot start the engine thread: {e}")))?,
-    );
     let readers = Arc::new(
         readers::Readers::start()
             .map_err(|e| Error::new(format!("cannot start the reader threads: {e}")))?,
     );
-    let engine = crate::control::Engine {
-        forum: Arc::clone(&forum),
-        posts: Arc::clone(&posts),
-        runtime: runtime.handle().clone(),
-    };
-    // Declared after the runtime so an early return drops it first (its posts wait on it).
-    let mut channel = crate::control::Channel::start(db, Arc::new(engine))?;
+    let backend = crate::control::Direct(Arc::clone(&forum));
+    let mut channel = crate::control::Channel::start(db, Arc::new(backend))?;
     let addr = options.addr.as_str();
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -160,7 +151,6 @@ pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<()
             forum: Arc::clone(&forum),
             origins: Arc::new(origins),
             hosts: Arc::new(hosts),
-            posts: Arc::clone(&posts),
             readers: Arc::clone(&readers),
             waits: Arc::new(waits::Waits::new(
                 &forum,
@@ -204,12 +194,10 @@ pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<()
     }
     drop(channel);
     // Dropping the runtime waits for blocking calls still running, stopping the
-    // reader threads for the reads they hold, and stopping the engine thread for the
-    // posts already queued; only then is the last reference to the forum released
+    // reader threads for the reads they hold; only then is the last reference to the forum released
     // and the database closed.
     drop(runtime);
     readers.stop();
-    posts.stop();
     match Arc::try_unwrap(forum) {
         Ok(forum) => drop(forum),
         Err(_) => return Err(Error::new("the forum was still in use at shutdown")),
@@ -442,14 +430,16 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.parse::<u64>().ok())
 }
 
-/// Runs a blocking engine call on the blocking pool.
+/// Runs a blocking engine call on the blocking pool; a panic in it is answered
+/// 500 `internal_error`.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Response> {
-    tokio::task::spawn_blocking(f).await.map_err(|err| {
-        eprintln!("parley: an engine call failed: {err}");
-        engine_failed()
-    })
+    match tokio::task::spawn_blocking(move || crate::panics::contained(f)).await {
+        Ok(Ok(value)) => Ok(value),
+        // A panic (reported already), or the runtime shutting down under the call.
+        Ok(Err(_)) | Err(_) => Err(engine_failed()),
+    }
 }
 
 /// The answer to a request whose engine call panicked.

@@ -9,13 +9,11 @@ use parley_forum::Forum;
 use tokio::sync::watch;
 
 use super::readers::Readers;
-use super::{connections, origin::Origins, posts::Posts, router, waits::Waits, App, Hosts};
+use super::{connections, origin::Origins, router, waits::Waits, App, Hosts};
 
 pub(crate) struct TestServer {
     pub(crate) addr: SocketAddr,
     pub(crate) forum: Arc<Forum>,
-    /// The server's queue of posts.
-    pub(crate) posts: Arc<Posts>,
     stop: watch::Sender<bool>,
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -29,7 +27,6 @@ impl TestServer {
             .unwrap();
         let forum = Arc::new(forum);
         let (stop, stopping) = watch::channel(false);
-        let posts = Arc::new(Posts::start(&forum).unwrap());
         let limits = connections::Limits {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
@@ -40,7 +37,6 @@ impl TestServer {
             forum: Arc::clone(&forum),
             origins: Arc::new(Origins::new(&[]).unwrap()),
             hosts: Arc::new(Hosts::new(&[]).unwrap()),
-            posts: Arc::clone(&posts),
             readers: Arc::new(Readers::start().unwrap()),
             waits: Arc::new(Waits::new(&forum, 16, 16)),
             heartbeat,
@@ -60,7 +56,6 @@ impl TestServer {
         TestServer {
             addr,
             forum,
-            posts,
             stop,
             runtime: Some(runtime),
         }

@@ -5,7 +5,7 @@
 //! script (live updates) are compiled into the binary. Every action is a plain HTML
 //! form: `POST`, then a 303 to the page that shows the outcome, so nothing needs
 //! JavaScript. An action is the envelope `crate::human::envelope` builds, posted
-//! through the engine thread like a REST or MCP post: the engine makes every check.
+//! to the engine like a REST or MCP post: the engine makes every check.
 //!
 //! - `session`: the session store, the `Viewer` extractor, cookies;
 //! - `sign_in`: `GET`/`POST /sign-in`, `POST /sign-out`;

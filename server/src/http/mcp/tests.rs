@@ -234,8 +234,8 @@ fn mcp_posts_over_http_answer_as_the_engine_does() {
     assert_eq!(threads.as_array().unwrap().len(), 4, "{threads}");
 }
 
-/// A gate on the forum's first commit from now: the committing thread (the
-/// engine thread of the queue of posts) waits in it until `open`.
+/// A gate on the forum's first commit from now: the committing thread waits in it
+/// until `open`.
 struct Gate {
     state: Mutex<(bool, bool)>,
     turned: Condvar,
@@ -281,7 +281,7 @@ impl Gate {
     }
 }
 
-/// Opens the gate when dropped: a failed assertion does not leave the engine
+/// Opens the gate when dropped: a failed assertion does not leave the committing
 /// thread (and the clients) waiting forever.
 struct Opens<'a>(&'a Gate);
 
@@ -291,9 +291,8 @@ impl Drop for Opens<'_> {
     }
 }
 
-/// MCP posts over HTTP and REST posts take one queue: those that arrive while
-/// the engine thread is busy go to the engine as one bunch, and one commit
-/// stores them all.
+/// MCP posts over HTTP and REST posts reach the engine the same way: those that
+/// arrive while a commit is under way share the engine's next group commits.
 #[test]
 fn mcp_and_rest_posts_share_a_commit() {
     let forum = forum();
@@ -317,7 +316,7 @@ fn mcp_and_rest_posts_share_a_commit() {
     };
     std::thread::scope(|s| {
         let _opens = Opens(&gate);
-        // The first post's commit holds the engine thread in the gate.
+        // The first post's commit is held in the gate.
         let alice = tokens[0].clone();
         let first = s.spawn(move || rest(&alice, "The first question?".into()));
         gate.wait_entered();
@@ -328,24 +327,19 @@ fn mcp_and_rest_posts_share_a_commit() {
             clients.push(s.spawn(move || mcp(&alice, n, format!("MCP question {n}?"))));
             clients.push(s.spawn(move || rest(&bob, format!("REST question {n}?"))));
         }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while server.posts.queued() < 8 {
-            assert!(
-                Instant::now() < deadline,
-                "{} posts queued",
-                server.posts.queued()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        // No count of waiting posts is visible from here: give them time to queue.
+        std::thread::sleep(Duration::from_millis(1000));
         gate.open();
         first.join().unwrap();
         for client in clients {
             client.join().unwrap();
         }
-        assert_eq!(
-            server.forum.subscribe().seen() - before,
-            1,
-            "four MCP and four REST posts, one commit"
+        let commits = server.forum.subscribe().seen() - before;
+        // The held commit and the batches after it, pipelined: far fewer commits
+        // than posts.
+        assert!(
+            (1..=4).contains(&commits),
+            "four MCP and four REST posts, {commits} commits"
         );
     });
     let threads = server
@@ -355,11 +349,11 @@ fn mcp_and_rest_posts_share_a_commit() {
     assert_eq!(threads["items"].as_array().unwrap().len(), 9);
 }
 
-/// A post whose engine thread fails (here a commit hook panics) is answered
-/// with a JSON-RPC internal error under its id, as REST answers 500; the engine
-/// thread lives on, and the next post is stored.
+/// A post whose engine call panics (here in a commit hook) is answered with a
+/// JSON-RPC internal error under its id, as REST answers 500; the server lives
+/// on, and the next post is stored.
 #[test]
-fn an_mcp_post_whose_engine_thread_fails_gets_an_internal_error() {
+fn an_mcp_post_whose_engine_call_panics_gets_an_internal_error() {
     let forum = forum();
     let tokens = tokens(&forum);
     let server = TestServer::start(forum, Duration::from_secs(60));
@@ -382,10 +376,12 @@ fn an_mcp_post_whose_engine_thread_fails_gets_an_internal_error() {
         failed["error"]["code"],
         parley_forum::mcp::codes::INTERNAL_ERROR
     );
-    assert_eq!(
-        failed["error"]["message"],
-        "Internal error: internal error: the engine call failed"
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Internal error: internal error: "),
+        "{message}"
     );
+    assert!(!message.contains("damaged"), "{message}");
     let (status, next) = post(2, "And this one?");
     assert_eq!(status, 200);
     assert_eq!(next["result"]["isError"], false, "{next}");
