@@ -9,10 +9,11 @@
 //! real binary, so that a test moves between the two with small edits.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parley_forum::{Config, Forum, TokenSpec};
@@ -35,10 +36,26 @@ impl TempForum {
 
     /// What `parley token create HANDLE EXTRA…` makes (`--human`, `--rights a,b`,
     /// `--label L`), made through the engine; returns the secret.
+    /// While a [`Server`] of this process serves the file, the token is made
+    /// through its forum, as `parley` makes it through the admin channel.
     pub fn token(&self, handle: &str, extra: &[&str]) -> String {
+        if let Some(forum) = serving(&self.db) {
+            return make_token(&forum, handle, extra);
+        }
         let forum = Forum::open(&self.db, Config::default()).expect("open the forum");
         make_token(&forum, handle, extra)
     }
+}
+
+/// The forums served by this process's servers, by path.
+fn served() -> &'static Mutex<HashMap<PathBuf, Weak<Forum>>> {
+    static SERVED: OnceLock<Mutex<HashMap<PathBuf, Weak<Forum>>>> = OnceLock::new();
+    SERVED.get_or_init(Mutex::default)
+}
+
+/// The forum a server of this process serves at `db`, if one does.
+fn serving(db: &Path) -> Option<Arc<Forum>> {
+    served().lock().unwrap().get(db).and_then(Weak::upgrade)
 }
 
 /// A token of `handle` with the `token create` flags `extra`, on `forum`.
@@ -152,7 +169,12 @@ impl Server {
             }
         }
         let forum = Forum::open(db, config).expect("open the forum");
-        Server::serve(forum, &options)
+        let server = Server::serve(forum, &options);
+        served()
+            .lock()
+            .unwrap()
+            .insert(db.to_path_buf(), Arc::downgrade(&server.forum));
+        server
     }
 
     /// Serves `forum` under `options` (its `addr` is ignored: a free loopback port).

@@ -2,11 +2,11 @@
 //! each going through the engine as a REST post does, every way one is refused,
 //! and the token administration page.
 
-mod common;
+mod support;
 mod web_client;
 
-use common::{Server, TempForum};
 use serde_json::{json, Value};
+use support::{Server, TempForum};
 use web_client::{form_with, reason_of, text, value_after, Browser};
 
 struct Fixture {
@@ -67,14 +67,14 @@ impl Fixture {
 }
 
 /// Posts an action form and returns the response.
-fn act(b: &mut Browser, csrf: &str, thread: &str, fields: &[(&str, &str)]) -> common::Response {
+fn act(b: &mut Browser, csrf: &str, thread: &str, fields: &[(&str, &str)]) -> support::Response {
     let mut all = vec![("csrf", csrf)];
     all.extend_from_slice(fields);
     b.post(&format!("/threads/{thread}/act"), &all)
 }
 
 /// The message id a successful action's redirect points at.
-fn posted_message(resp: &common::Response, thread: &str) -> String {
+fn posted_message(resp: &support::Response, thread: &str) -> String {
     assert_eq!(resp.status, 303, "{}", text(resp));
     let location = resp.header("location").unwrap();
     let (path, fragment) = location
@@ -87,7 +87,7 @@ fn posted_message(resp: &common::Response, thread: &str) -> String {
 
 /// Asserts the action was refused and sent back to `back`, then returns the page
 /// there, which shows the refusal once.
-fn refused(b: &mut Browser, resp: &common::Response, back: &str) -> String {
+fn refused(b: &mut Browser, resp: &support::Response, back: &str) -> String {
     assert_eq!(resp.status, 303, "{}", text(resp));
     assert_eq!(resp.header("location"), Some(back));
     let page = b.get(back);

@@ -5,14 +5,14 @@
 //! cuts a wait. Also `GET /v1/messages`, `GET /v1/search` and the `Idempotency-Key`
 //! header of `POST /v1/messages` (SPEC §14.1, §14.3, §14.4).
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{connect, http, parse, rpc, Response, Server, TempForum};
 use serde_json::{json, Value};
+use support::{connect, http, parse, rpc, Response, Server, TempForum};
 
 const SETTINGS: &str = r#"{"limits":{"writes_per_minute":0}}"#;
 
