@@ -1,5 +1,5 @@
 //! Waiting reads over HTTP (SPEC §14.2): `wait_ms` on the REST reads and as an MCP
-//! tool argument, through the built binary. A waiter wakes on another client's
+//! tool argument, against the server in this process. A waiter wakes on another client's
 //! post and times out with the plain result; the engine judges `wait_ms`; many
 //! waiters do not keep a normal request from being answered; no connection timeout
 //! cuts a wait. Also `GET /v1/messages`, `GET /v1/search` and the `Idempotency-Key`
