@@ -47,6 +47,20 @@ impl TempForum {
     }
 }
 
+impl TempForum {
+    /// What `parley post ENVELOPE` prints, posted through the engine (through the
+    /// served forum while a server of this process serves the file).
+    pub fn post(&self, token: &str, envelope: &Value) -> Value {
+        let posted = match serving(&self.db) {
+            Some(forum) => forum.call(Some(token), "post", envelope),
+            None => Forum::open(&self.db, Config::default())
+                .expect("open the forum")
+                .call(Some(token), "post", envelope),
+        };
+        posted.unwrap_or_else(|e| panic!("{envelope}: {e}"))
+    }
+}
+
 /// The forums served by this process's servers, by path.
 fn served() -> &'static Mutex<HashMap<PathBuf, Weak<Forum>>> {
     static SERVED: OnceLock<Mutex<HashMap<PathBuf, Weak<Forum>>>> = OnceLock::new();
