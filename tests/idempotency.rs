@@ -67,28 +67,41 @@ fn racing_retries_under_one_key_write_once() {
     assert_eq!(messages(&forum, &alice), 1);
 }
 
+/// Posts under one key sent at once (which the group commit may put in one
+/// batch): one is stored, a retry of it replays it, a different post under the
+/// key is a conflict, whichever came first; keys are per identity.
 #[test]
-fn one_key_twice_in_one_batch_writes_once() {
+fn one_key_sent_at_once_writes_once() {
     let (forum, _, alice, bob) = forum_with_clock(json!({ "writes_per_minute": 0 }));
-    let keyed = json!({ "kind": "ask", "body": "in one batch", "idempotency_key": "b-1" });
-    let other = json!({ "kind": "ask", "body": "in one batch, changed", "idempotency_key": "b-1" });
-    let bobs = json!({ "kind": "ask", "body": "in one batch", "idempotency_key": "b-1" });
-    let out = forum.post_all(&[
-        (Some(alice.as_str()), &keyed),
-        (Some(alice.as_str()), &keyed),
-        (Some(alice.as_str()), &other),
-        (Some(bob.as_str()), &bobs),
-    ]);
-    let first = out[0].as_ref().unwrap();
-    let second = out[1].as_ref().unwrap();
-    assert!(first.get("replayed").is_none());
-    assert_eq!(second["replayed"], true);
-    assert_eq!(second["message"]["id"], first["message"]["id"]);
-    let conflict = out[2].as_ref().unwrap_err();
-    assert_eq!(
-        conflict.refusal().unwrap().reason,
-        Reason::IdempotencyConflict
+    let keyed = json!({ "kind": "ask", "body": "at once", "idempotency_key": "b-1" });
+    let other = json!({ "kind": "ask", "body": "at once, changed", "idempotency_key": "b-1" });
+    let bobs = json!({ "kind": "ask", "body": "at once", "idempotency_key": "b-1" });
+    let out = post_concurrently(
+        &forum,
+        &[
+            (Some(alice.as_str()), &keyed),
+            (Some(alice.as_str()), &keyed),
+            (Some(alice.as_str()), &other),
+            (Some(bob.as_str()), &bobs),
+        ],
     );
+    let stored: Vec<&Value> = out[..3]
+        .iter()
+        .filter_map(|o| o.as_ref().ok())
+        .filter(|o| o.get("replayed").is_none())
+        .collect();
+    assert_eq!(stored.len(), 1, "one of alice's posts is stored: {out:?}");
+    let id = &stored[0]["message"]["id"];
+    for outcome in &out[..3] {
+        match outcome {
+            Ok(o) if o.get("replayed").is_some() => {
+                assert_eq!(o["replayed"], true);
+                assert_eq!(&o["message"]["id"], id, "a replay names the stored post");
+            }
+            Ok(_) => {}
+            Err(e) => assert_eq!(e.refusal().unwrap().reason, Reason::IdempotencyConflict),
+        }
+    }
     assert!(
         out[3].as_ref().unwrap().get("replayed").is_none(),
         "keys are per identity"
@@ -363,4 +376,19 @@ fn the_batch_finds_merged_forgotten_and_reused_keys_through_another_token() {
     check(&forum, &expected);
     let again = post(&forum, &first, "k-300", "question 300, asked again").unwrap();
     assert_eq!(again["replayed"], true);
+}
+
+/// Posts every envelope at once, each from a thread of its own, as concurrent
+/// callers of `call(token, "post", envelope)` do; returns the outcomes in order.
+fn post_concurrently(
+    forum: &Forum,
+    posts: &[(Option<&str>, &Value)],
+) -> Vec<parley_forum::Result<Value>> {
+    std::thread::scope(|s| {
+        let posting: Vec<_> = posts
+            .iter()
+            .map(|&(token, envelope)| s.spawn(move || forum.call(token, "post", envelope)))
+            .collect();
+        posting.into_iter().map(|p| p.join().unwrap()).collect()
+    })
 }

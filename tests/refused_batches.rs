@@ -29,15 +29,30 @@ fn refused_posts(forum: &Forum, writer: &str, reader: &str, thread: &str) -> Vec
         (Some(writer), &lost),
         (Some(writer), &own),
     ];
-    // One by one (a batch each), then all at once (one batch).
+    // One by one (a batch each), then all at once (batches the group commit makes).
     let mut reasons: Vec<Reason> = posts
         .iter()
         .map(|(token, env)| refusal(forum.call(*token, "post", env)))
         .collect();
     let bunch: Vec<(Option<&str>, &Value)> = (0..50).map(|_| (Some(bogus), &ask)).collect();
-    reasons.extend(forum.post_all(&bunch).into_iter().map(refusal));
-    reasons.extend(forum.post_all(&posts).into_iter().map(refusal));
+    reasons.extend(post_concurrently(forum, &bunch).into_iter().map(refusal));
+    reasons.extend(post_concurrently(forum, &posts).into_iter().map(refusal));
     reasons
+}
+
+/// Posts every envelope at once, each from a thread of its own, as concurrent
+/// callers of `call(token, "post", envelope)` do; returns the outcomes in order.
+fn post_concurrently(
+    forum: &Forum,
+    posts: &[(Option<&str>, &Value)],
+) -> Vec<parley_forum::Result<Value>> {
+    std::thread::scope(|s| {
+        let posting: Vec<_> = posts
+            .iter()
+            .map(|&(token, envelope)| s.spawn(move || forum.call(token, "post", envelope)))
+            .collect();
+        posting.into_iter().map(|p| p.join().unwrap()).collect()
+    })
 }
 
 fn refusal(outcome: parley_forum::Result<Value>) -> Reason {
@@ -129,11 +144,14 @@ fn a_batch_with_one_accepted_post_among_refused_ones_commits_it() {
         .unwrap();
     let bogus = json!({ "kind": "ask", "body": "Let me in?" });
     let good = json!({ "kind": "note", "thread": thread, "body": "Accepted." });
-    let outcomes = forum.post_all(&[
-        (Some("pt_bogus"), &bogus),
-        (Some(&other), &good),
-        (None, &bogus),
-    ]);
+    let outcomes = post_concurrently(
+        &forum,
+        &[
+            (Some("pt_bogus"), &bogus),
+            (Some(&other), &good),
+            (None, &bogus),
+        ],
+    );
     assert!(outcomes[0].is_err() && outcomes[1].is_ok() && outcomes[2].is_err());
     drop(forum);
     let forum = Forum::open(&path, Config::default()).unwrap();

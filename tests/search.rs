@@ -231,23 +231,34 @@ fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
         thread.clone(),
         "needle one".into(),
     ));
-    // The batch crosses the merge point; its second post is refused (self_reply).
+    // Concurrent posts cross the merge point; the second is refused (self_reply).
     let ok1 = json!({"kind": "note", "thread": thread, "body": "needle two"});
     let refused = json!({"kind": "note", "thread": thread, "body": "needle refused"});
     let ok2 = json!({"kind": "note", "thread": thread, "body": "needle three", "from": {"extension": "x"}});
-    let out = c.forum.post_all(&[
-        (Some(c.bob.as_str()), &ok1),
-        (Some(c.alice.as_str()), &refused),
-        (Some(c.bob.as_str()), &ok2),
-    ]);
+    let out = post_concurrently(
+        &c.forum,
+        &[
+            (Some(c.bob.as_str()), &ok1),
+            (Some(c.alice.as_str()), &refused),
+            (Some(c.bob.as_str()), &ok2),
+        ],
+    );
     assert!(out[1].is_err(), "alice replying to her own question");
-    for (r, body) in [(&out[0], "needle two"), (&out[2], "needle three")] {
-        let r = r.as_ref().unwrap();
-        posted.push((
-            r["message"]["id"].as_str().unwrap().to_string(),
-            thread.clone(),
-            body.into(),
-        ));
+    // In the order the engine gave them their ids, whichever thread came first.
+    let mut accepted: Vec<(u64, String, &str)> =
+        [(&out[0], "needle two"), (&out[2], "needle three")]
+            .into_iter()
+            .map(|(r, body)| {
+                let id = r.as_ref().unwrap()["message"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                (id.trim_start_matches("msg_").parse().unwrap(), id, body)
+            })
+            .collect();
+    accepted.sort();
+    for (_, id, body) in accepted {
+        posted.push((id, thread.clone(), body.into()));
     }
     for more in 0..1100 {
         let r = c
@@ -355,4 +366,19 @@ fn a_version_2_file_gains_the_index_on_open_with_progress() {
     drop(c);
     let report = parley_forum::storage::check(&path).unwrap();
     assert_eq!(report.schema_version, 6);
+}
+
+/// Posts every envelope at once, each from a thread of its own, as concurrent
+/// callers of `call(token, "post", envelope)` do; returns the outcomes in order.
+fn post_concurrently(
+    forum: &Forum,
+    posts: &[(Option<&str>, &Value)],
+) -> Vec<parley_forum::Result<Value>> {
+    std::thread::scope(|s| {
+        let posting: Vec<_> = posts
+            .iter()
+            .map(|&(token, envelope)| s.spawn(move || forum.call(token, "post", envelope)))
+            .collect();
+        posting.into_iter().map(|p| p.join().unwrap()).collect()
+    })
 }

@@ -30,7 +30,8 @@ const WRITERS: usize = 8;
 const ENGINES: usize = 2;
 /// New items the `since` read of figure 18 returns.
 const NEW: usize = 10;
-/// Threads filling figure 18's forums, and the posts each hands the engine at once.
+/// Threads filling figure 18's forums, and the posts each sends at once (a thread
+/// per post, so that the group commit stores a bunch in one transaction).
 const FILL_THREADS: usize = 4;
 const FILL_BUNCH: usize = 128;
 
@@ -417,8 +418,8 @@ pub fn writes(pg: Option<&Pg>, sizes: &Sizes, want: &dyn Fn(&str) -> bool) -> Re
 }
 
 /// Asks questions `from..to` (body `i`, asker `i % 4`) from several threads at
-/// once, each handing the engine bunches of posts, so that one transaction stores
-/// many of them.
+/// once, each sending bunches of posts at once (a thread per post), so that the
+/// group commit stores many of them in one transaction.
 fn fill(forum: &Forum, askers: &[String], from: usize, to: usize) -> Res<()> {
     let bunches: Vec<usize> = (from..to).step_by(FILL_BUNCH).collect();
     let lanes: Vec<Vec<usize>> = (0..FILL_THREADS)
@@ -436,12 +437,19 @@ fn fill(forum: &Forum, askers: &[String], from: usize, to: usize) -> Res<()> {
             let envelopes: Vec<Value> = (start..(start + FILL_BUNCH).min(to))
                 .map(|i| json!({"kind": "ask", "body": body(i as u64)}))
                 .collect();
-            let posts: Vec<(Option<&str>, &Value)> = envelopes
-                .iter()
-                .enumerate()
-                .map(|(k, env)| (Some(askers[(start + k) % 4].as_str()), env))
-                .collect();
-            for outcome in forum.post_all(&posts) {
+            let outcomes: Vec<_> = std::thread::scope(|s| {
+                let posting: Vec<_> = envelopes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, env)| {
+                        let asker = askers[(start + k) % 4].as_str();
+                        s.spawn(move || forum.call(Some(asker), "post", env))
+                    })
+                    .collect();
+                posting.into_iter().map(|p| p.join()).collect()
+            });
+            for outcome in outcomes {
+                let outcome = outcome.map_err(|_| "fill: a posting thread panicked".to_string())?;
                 outcome.map_err(|e| format!("fill: post refused or failed: {e}"))?;
             }
         }

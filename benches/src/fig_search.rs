@@ -22,33 +22,47 @@ fn token(forum: &Forum, handle: &str) -> Res<String> {
         .map_err(|e| format!("token {handle}: {e}"))
 }
 
-/// A forum of `messages` asks in bunches (as a server posts them), `HOLDERS` of
-/// them holding [`RARE`].
+/// A forum of `messages` asks from eight writers at once (the group commit
+/// batches them), `HOLDERS` of them holding [`RARE`].
 fn search_forum(path: &Path, messages: usize) -> Res<(Forum, String)> {
     let forum = open(path, false)?;
     let writers: Vec<String> = (0..8)
         .map(|k| token(&forum, &format!("w{k}")))
         .collect::<Res<_>>()?;
     let every = messages / HOLDERS;
-    let mut bunch: Vec<(usize, Value)> = Vec::new();
-    for i in 0..messages {
-        let mut text = body(i as u64);
-        if i % every == every / 2 {
-            text.truncate(400);
-            text.push_str(&format!(" {RARE}"));
-        }
-        bunch.push((i % 8, json!({ "kind": "ask", "body": text })));
-        if bunch.len() == 256 || i + 1 == messages {
-            let posts: Vec<(Option<&str>, &Value)> = bunch
-                .iter()
-                .map(|(w, e)| (Some(writers[*w].as_str()), e))
-                .collect();
-            for outcome in forum.post_all(&posts) {
-                outcome.map_err(|e| format!("filling the search forum: {e}"))?;
+    let envelopes: Vec<Value> = (0..messages)
+        .map(|i| {
+            let mut text = body(i as u64);
+            if i % every == every / 2 {
+                text.truncate(400);
+                text.push_str(&format!(" {RARE}"));
             }
-            bunch.clear();
-        }
-    }
+            json!({ "kind": "ask", "body": text })
+        })
+        .collect();
+    let filled: Vec<Res<()>> = std::thread::scope(|s| {
+        let lanes: Vec<_> = (0..8)
+            .map(|w| {
+                let (forum, writer, envelopes) = (&forum, writers[w].as_str(), &envelopes);
+                s.spawn(move || -> Res<()> {
+                    for envelope in envelopes.iter().skip(w).step_by(8) {
+                        forum
+                            .call(Some(writer), "post", envelope)
+                            .map_err(|e| format!("filling the search forum: {e}"))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .map(|lane| {
+                lane.join()
+                    .unwrap_or_else(|_| Err("a filling thread panicked".into()))
+            })
+            .collect()
+    });
+    filled.into_iter().collect::<Res<Vec<()>>>()?;
     Ok((forum, writers[0].clone()))
 }
 

@@ -6,9 +6,7 @@
 //! writers were active in the last batch it keeps the transaction open a little
 //! (at most the last batch's duration, at most `MAX_GATHER`) for them to queue
 //! again, applying each as it comes and yielding its core between posts, then
-//! commits once. A caller that brings a bunch it gathered itself (a server's queued
-//! requests) does not wait for more: more posts could reach the group only through
-//! another bunch. The leader then hands leadership on, waits for its commit to reach
+//! commits once. The leader then hands leadership on, waits for its commit to reach
 //! the disk (for a backend whose commit returns before that; redb's durable commit
 //! returns once it is there) while the next leader may already apply the next
 //! batch, and wakes each of its callers with its outcome. Guarantees:
@@ -37,17 +35,6 @@ use crate::error::{Error, Result};
 const MAX_BATCH: usize = 512;
 /// Longest a leader keeps its transaction open for more posts to arrive.
 const MAX_GATHER: Duration = Duration::from_millis(2);
-
-/// Whether a leader keeps its transaction open for posts still to come.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Gather {
-    /// For about as many posts as the last batch held: callers post one at a time.
-    Adaptive,
-    /// No: the caller brings a bunch it gathered itself. While its leader waited,
-    /// the server's next requests queued outside the group (measured in
-    /// `docs/decisions/0002-group-commit.md`).
-    No,
-}
 
 /// What a batch does with its transaction.
 pub(crate) trait Batch {
@@ -236,15 +223,14 @@ impl<J, O> Group<J, O> {
     where
         B: Batch<Job = J, Out = O>,
     {
-        let mut outcomes = self.submit_all(vec![job], batch, Gather::Adaptive);
+        let mut outcomes = self.submit_all(vec![job], batch);
         outcomes.pop().expect("one outcome per job")
     }
 
     /// [`Self::submit`] for several jobs at once, as if from as many callers: they
     /// are queued together and may share batches; each keeps its own outcome, in
-    /// order. The caller is woken once, when the last outcome is in. `gather` says
-    /// whether a batch this caller leads waits for more posts.
-    pub(crate) fn submit_all<B>(&self, jobs: Vec<J>, batch: &B, gather: Gather) -> Vec<Result<O>>
+    /// order. The caller is woken once, when the last outcome is in.
+    pub(crate) fn submit_all<B>(&self, jobs: Vec<J>, batch: &B) -> Vec<Result<O>>
     where
         B: Batch<Job = J, Out = O>,
     {
@@ -262,7 +248,7 @@ impl<J, O> Group<J, O> {
             }
         }
         loop {
-            self.lead_if_free(batch, gather);
+            self.lead_if_free(batch);
             // A caller whose posts are in a batch waits for their outcomes; a
             // caller whose posts still wait is woken to lead when a leader finishes.
             match me.wait(&self.bell) {
@@ -273,7 +259,7 @@ impl<J, O> Group<J, O> {
     }
 
     /// Leads one batch when posts wait for a leader and nobody leads.
-    fn lead_if_free<B>(&self, batch: &B, gather: Gather)
+    fn lead_if_free<B>(&self, batch: &B)
     where
         B: Batch<Job = J, Out = O>,
     {
@@ -282,9 +268,9 @@ impl<J, O> Group<J, O> {
             return;
         }
         shared.leader = true;
-        let (target, window) = match gather {
-            Gather::Adaptive if shared.last_batch > 1 => (
-                shared.last_batch.min(MAX_BATCH),
+        let (target, window) = match shared.last_batch {
+            last if last > 1 => (
+                last.min(MAX_BATCH),
                 // As long as the last batch took, by when its writers can be back
                 // (half as long measured worse: `docs/decisions/0002-group-commit.md`).
                 shared.last_cost.min(self.max_gather),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::claims;
-use super::group::{Batch, Gather};
+use super::group::Batch;
 use super::place::resolve;
 use super::tokens::{presented, Caller, Right};
 use super::view::{self, topic};
@@ -141,58 +141,6 @@ impl Forum {
             return Ok(None);
         }
         self.replay(&*tx, &caller, key, self.now())
-    }
-
-    /// Posts several envelopes at once, each with its token, as if from as many
-    /// concurrent callers of `call(token, "post", envelope)`: they may share group
-    /// commits, each keeps its own outcome (in order), and the call returns once
-    /// every one is settled. A server that hands its requests to the engine in
-    /// bunches saves a thread hand-off and a wake-up per post. A batch this call
-    /// leads commits what is queued without waiting for more posts: the caller
-    /// gathered its bunch already.
-    pub fn post_all(&self, posts: &[(Option<&str>, &Value)]) -> Vec<Result<Value>> {
-        let mut jobs = Vec::with_capacity(posts.len());
-        let mut hints = Vec::with_capacity(posts.len());
-        let mut early: Vec<Option<Result<Value>>> = Vec::with_capacity(posts.len());
-        for (token, envelope) in posts {
-            if !(envelope.is_object() || envelope.is_null()) {
-                early.push(Some(Err(not_an_envelope())));
-                continue;
-            }
-            let job = PostJob {
-                token: presented(*token),
-                checked: envelope::check(envelope, &self.config.limits, self.config.dialectic),
-                import: None,
-            };
-            let hint = RecentKeys::hint(&job);
-            match self.replay_early(&job, hint) {
-                Ok(None) => {}
-                Ok(Some(replay)) => {
-                    early.push(Some(Ok(replay.render(self.config.guards))));
-                    continue;
-                }
-                Err(e) => {
-                    early.push(Some(Err(e)));
-                    continue;
-                }
-            }
-            early.push(None);
-            hints.push(hint);
-            jobs.push(job);
-        }
-        let outcomes = self.group.submit_all(jobs, &Poster(self), Gather::No);
-        for (hint, outcome) in hints.iter().zip(&outcomes) {
-            if let (Some(hint), Ok(_)) = (hint, outcome) {
-                self.recent_keys.note(*hint);
-            }
-        }
-        let mut done = outcomes
-            .into_iter()
-            .map(|outcome| outcome.map(|a| a.render(self.config.guards)));
-        early
-            .into_iter()
-            .map(|e| e.unwrap_or_else(|| done.next().expect("one outcome per job")))
-            .collect()
     }
 
     /// Checks and applies one post inside `tx`. On `Err`, nothing was written.

@@ -4,10 +4,7 @@
 //! [`Forum::mcp`] takes one JSON-RPC message and the caller's token and returns the
 //! response text, or `None` when no response is due (a notification, or a response
 //! sent to the server). Transports (stdio, Streamable HTTP, the C ABI, Python) only
-//! move these strings; every check happens here and in the engine. A transport that
-//! queues its posts (the HTTP server) runs a `tools/call` of `post` in two steps,
-//! [`Forum::mcp_post_call`] and [`McpAnswer::reply`], with the same checks and the
-//! same answer.
+//! move these strings; every check happens here and in the engine.
 //!
 //! Both MCP revisions are served on every call, chosen per request (see
 //! [`SUPPORTED_VERSIONS`]):
@@ -61,7 +58,7 @@ use serde_json::{json, Map, Value};
 
 pub use era::{LEGACY_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS};
 pub use jsonrpc::error_response;
-pub use reply::{McpAnswer, McpCall, McpPost, McpReply, ToolOutcome};
+pub use reply::{McpReply, ToolOutcome};
 pub use schemas::OutputSchemas;
 
 /// The JSON-RPC error codes of the MCP handler and of the server's transports,

@@ -1,20 +1,13 @@
 //! The entry points of the MCP handler, and what they answer: the response text
 //! with what a transport needs to know of it (the HTTP status, the request log,
 //! whether a waiting read is done), so that no transport parses its own answer.
-//!
-//! A transport that queues its posts (the HTTP server, whose REST and MCP posts
-//! share one queue into the group commit) takes a `tools/call` of `post` in two
-//! steps: [`Forum::mcp_post_call`] checks the message as [`Forum::mcp_value`] would
-//! and hands out its envelope, and [`McpAnswer::reply`] turns the post's outcome into
-//! the response [`Forum::mcp_value`] would have given.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::era::{self, Era};
 use super::jsonrpc::{self, Incoming, RpcError, INVALID_REQUEST};
-use super::{tool_call, tool_result, Reply, ToolResult};
-use crate::error::{Error, Reason, Refusal};
+use super::{Reply, ToolResult};
+use crate::error::{Reason, Refusal};
 use crate::Forum;
 
 /// One MCP response.
@@ -40,48 +33,6 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// The result lists items: a waiting read has something to show.
     pub has_items: bool,
-}
-
-/// What [`Forum::mcp_post_call`] makes of one message.
-#[derive(Debug)]
-pub enum McpCall {
-    /// A `tools/call` of `post` that the handler would run: post
-    /// [`McpPost::envelope`], then answer with [`McpPost::answer`].
-    Post(McpPost),
-    /// A `tools/call` of `post` that the handler answers without posting (too
-    /// large, malformed, an unsupported protocol version), or `None` when no
-    /// response is due (a notification): what [`Forum::mcp_value`] answers.
-    Answered(Option<McpReply>),
-    /// Any other message, as it came: for [`Forum::mcp_value`].
-    Other(Value),
-}
-
-/// A `tools/call` of `post`, checked, whose envelope the transport posts itself.
-#[derive(Debug)]
-pub struct McpPost {
-    /// The envelope to post for the message's token: the call's `arguments` (`{}`
-    /// when it has none), judged by the engine as the generic call judges them.
-    pub envelope: Value,
-    /// How to answer once the post has its outcome.
-    pub answer: McpAnswer,
-}
-
-/// The response still due to a `tools/call` of `post`: its id and protocol era.
-#[derive(Debug)]
-pub struct McpAnswer {
-    id: Value,
-    era: Era,
-}
-
-impl McpAnswer {
-    /// The response to the call, for `outcome`, the post's outcome (as
-    /// `Forum::call(token, "post", envelope)` or [`Forum::post_all`] gives it): the
-    /// same text, code and reason [`Forum::mcp_value`] gives for that outcome. A
-    /// refusal is a tool error; any other failure a JSON-RPC internal error.
-    pub fn reply(self, outcome: Result<Value, Error>) -> McpReply {
-        let result = tool_result("post", outcome).map(|tool| Reply::Tool(tool, self.era));
-        answer(self.id, result)
-    }
 }
 
 impl McpReply {
@@ -144,38 +95,6 @@ impl Forum {
         self.mcp_incoming(token, jsonrpc::decode_value(request))
     }
 
-    /// [`Forum::mcp_value`] in two steps for a `tools/call` of `post`, for a
-    /// transport that posts through a queue of its own: the message is checked
-    /// here as [`Forum::mcp_value`] checks it (its size, its JSON-RPC form, its
-    /// protocol version, the tool), without touching storage. Any other message
-    /// comes back untouched.
-    pub fn mcp_post_call(&self, request: Value, size: usize) -> McpCall {
-        if !is_post_call(&request) {
-            return McpCall::Other(request);
-        }
-        let max = self.config.limits.request_max_bytes;
-        if size > max {
-            return McpCall::Answered(too_large(Probe::of(&request), size, max));
-        }
-        let (id, _, mut params) = match request_of(jsonrpc::decode_value(request)) {
-            Ok(request) => request,
-            Err(reply) => return McpCall::Answered(reply),
-        };
-        // The checks of `mcp_dispatch` and `mcp_call_tool`, in their order.
-        let checked = era::of_request(&params).and_then(|era| {
-            let (name, envelope) = tool_call(&mut params)?;
-            self.mcp_known_tool(&name)?;
-            Ok((era, envelope))
-        });
-        match checked {
-            Ok((era, envelope)) => McpCall::Post(McpPost {
-                envelope,
-                answer: McpAnswer { id, era },
-            }),
-            Err(error) => McpCall::Answered(Some(McpReply::error(&id, &error))),
-        }
-    }
-
     fn mcp_incoming(
         &self,
         token: Option<&str>,
@@ -187,16 +106,6 @@ impl Forum {
         };
         Some(answer(id, self.mcp_dispatch(token, &method, params)))
     }
-}
-
-/// Whether a message is a `tools/call` of `post` (to be checked still).
-fn is_post_call(request: &Value) -> bool {
-    request.get("method").and_then(Value::as_str) == Some("tools/call")
-        && request
-            .get("params")
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            == Some("post")
 }
 
 /// A request's id, method and params; else what the message gets: a JSON-RPC

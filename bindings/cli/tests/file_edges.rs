@@ -222,10 +222,17 @@ fn opening_a_large_forum_of_an_earlier_schema_shows_its_indexing() {
         let bodies: Vec<serde_json::Value> = (0..21_000)
             .map(|i| serde_json::json!({ "kind": "ask", "body": format!("old question {i}") }))
             .collect();
-        for chunk in bodies.chunks(500) {
-            let posts: Vec<_> = chunk.iter().map(|b| (Some(token.as_str()), b)).collect();
-            assert!(forum.post_all(&posts).iter().all(Result::is_ok));
-        }
+        // Eight writers at once: the group commit batches their posts.
+        std::thread::scope(|s| {
+            for lane in 0..8 {
+                let (forum, token, bodies) = (&forum, &token, &bodies);
+                s.spawn(move || {
+                    for body in bodies.iter().skip(lane).step_by(8) {
+                        forum.call(Some(token), "post", body).unwrap();
+                    }
+                });
+            }
+        });
         token
     };
     // As schema version 2 left a file: no word index.

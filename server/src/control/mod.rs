@@ -34,7 +34,6 @@ use parley_forum::{Error, Forum, IdentityInfo, Refusal, TokenSpec};
 use serde_json::{json, Value};
 
 pub use client::Client;
-pub(crate) use server::Engine;
 pub use server::{Backend, Channel, Direct};
 
 /// What the token commands need: the forum opened in this process, or a running

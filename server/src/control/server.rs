@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -16,7 +15,6 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use serde_json::{json, Value};
 
 use super::{failure, reply, socket_path, Kind, MAX_LINE};
-use crate::http::posts::Posts;
 use socket::{bind_privately, clear_the_way, own_uid, remove_if_ours};
 
 mod socket;
@@ -39,8 +37,8 @@ const LIMITS: Limits = Limits {
 /// How long a reply may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where the channel's requests go: the HTTP server's engine thread, or the
-/// forum itself ([`Direct`]).
+/// Where the channel's requests go: the forum itself ([`Direct`]), whose group
+/// commit joins the channel's posts to those of REST and MCP.
 pub trait Backend: Send + Sync + 'static {
     /// The forum the channel's reads and token commands go to.
     fn forum(&self) -> &Forum;
@@ -48,30 +46,8 @@ pub trait Backend: Send + Sync + 'static {
     fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error>;
 }
 
-/// The HTTP server's engine: posts join its engine thread's bunches (and so its
-/// group commits), exactly as REST and MCP posts do.
-pub(crate) struct Engine {
-    pub(crate) forum: Arc<Forum>,
-    pub(crate) posts: Arc<Posts>,
-    /// The server's runtime, to wait for a post's outcome from a plain thread.
-    pub(crate) runtime: tokio::runtime::Handle,
-}
-
-impl Backend for Engine {
-    fn forum(&self) -> &Forum {
-        &self.forum
-    }
-
-    fn post(&self, token: Option<&str>, envelope: &Value) -> Result<Value, Error> {
-        let posted = self
-            .runtime
-            .block_on(self.posts.post(token.map(str::to_string), envelope.clone()));
-        posted.unwrap_or_else(|| Err(Error::storage("the engine thread failed".into())))
-    }
-}
-
-/// A forum served by nothing else that batches posts (`serve --stdio`): the
-/// engine's own group commit joins concurrent posts.
+/// The forum itself, served over HTTP or stdio: the engine's own group commit
+/// joins concurrent posts, whichever way they came.
 pub struct Direct(pub Arc<Forum>);
 
 impl Backend for Direct {
@@ -415,7 +391,7 @@ fn serve_connection(stream: UnixStream, backend: &dyn Backend) {
         let (answer, close) = match line {
             Line::Text(text) if text.trim().is_empty() => continue,
             Line::Text(text) => {
-                let handled = catch_unwind(AssertUnwindSafe(|| handle(backend, &text)));
+                let handled = crate::panics::contained(|| handle(backend, &text));
                 let answer = handled.unwrap_or_else(|_| {
                     failure(
                         Kind::Internal,

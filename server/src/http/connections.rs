@@ -58,8 +58,9 @@ pub(super) use cycle::Cycle;
 use cycle::{Tracked, Watched};
 
 mod cycle;
+mod stalls;
 
-use super::stalls::Held;
+use stalls::Held;
 
 /// How long a refused connection is read from before it is closed, and how much of
 /// it is read at most.

@@ -18,14 +18,7 @@ use serde_json::Value;
 
 use super::App;
 
-/// What a handler tells the log about its request.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Outcome {
-    /// The MCP tool of a `tools/call`.
-    pub(crate) tool: Option<String>,
-    /// The refusal's (or error's) reason.
-    pub(crate) reason: Option<String>,
-}
+pub(crate) use crate::outcome::{note, Outcome};
 
 /// The token of a request (its bearer token, or its web session's), once
 /// admission has let it in: left empty for a request refused at admission, and
@@ -87,7 +80,7 @@ pub(crate) async fn log_request(
 fn token(app: &App, headers: &HeaderMap) -> Option<String> {
     match super::bearer(headers) {
         Ok(Some(token)) => Some(token),
-        Ok(None) => crate::web::session::cookie(headers, crate::web::SESSION_COOKIE)
+        Ok(None) => crate::sessions::cookie(headers, crate::sessions::SESSION_COOKIE)
             .and_then(|id| app.web.token_of(&id)),
         Err(_) => None,
     }
@@ -150,9 +143,4 @@ pub fn tool_of(request: &str) -> Option<String> {
         return None;
     }
     call.params?.name.map(|n| n.chars().take(64).collect())
-}
-
-/// Marks `response` for the log.
-pub(crate) fn note(response: &mut Response, outcome: Outcome) {
-    response.extensions_mut().insert(outcome);
 }

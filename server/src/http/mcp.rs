@@ -2,11 +2,9 @@
 //! gets its answer as `application/json` (202 and no body for a notification). The
 //! JSON-RPC handling itself is the engine's (`Forum::mcp`); this module only carries it.
 //!
-//! There is one path for posts: a `tools/call` of `post` goes through the queue of
-//! posts (`posts`), as REST's `POST /v1/messages` does, so concurrent posts of both
-//! share group commits. The engine checks the call and answers its outcome
-//! (`Forum::mcp_post_call`, `McpAnswer::reply`), so the response is the one
-//! `Forum::mcp` gives. Every other message runs on tokio's blocking pool.
+//! Every message, a `tools/call` of `post` included, is one engine call
+//! (`Forum::mcp_value`) on tokio's blocking pool, as REST's calls are: concurrent
+//! posts of both share the engine's group commits.
 //!
 //! A `tools/call` of a waiting read with `wait_ms` (SPEC §14.2) waits here, as the
 //! REST reads do (see `waits`): the engine answers the call with `wait_ms` left
@@ -25,7 +23,7 @@ use super::mcp_headers::{self, Route};
 use super::waits::{self, Plan, Waited, Waits};
 use super::{bearer, blocking, json_response, read_body, App, BodyError};
 use parley_forum::mcp::codes::{INVALID_REQUEST, PARSE_ERROR};
-use parley_forum::mcp::{error_response, McpCall, McpPost, McpReply, ToolOutcome};
+use parley_forum::mcp::{error_response, McpReply, ToolOutcome};
 
 pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     // A token that is absent goes on to the engine, which answers the operations that
@@ -74,7 +72,7 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     let route = mcp_headers::route(&headers);
     let size = text.len();
     // Parsed once, here: to check its headers, to name its tool in the log, to send
-    // a post to the queue of posts, to plan a wait, and for the engine to answer it.
+    // to plan a wait, and for the engine to answer it.
     // The engine's answer says what the status and the log need, so it is never
     // read back either.
     let parsed = serde_json::from_str::<Value>(&text).ok();
@@ -87,6 +85,7 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     }
     let tool = parsed.as_ref().and_then(super::log::tool_in);
     let mut trace = crate::telemetry::McpTrace::of(parsed.as_ref());
+    let id = parsed.as_ref().and_then(|p| p.get("id")).cloned();
     let reply = match parsed {
         // Not JSON: the engine answers with its parse error, from the text.
         None => {
@@ -95,9 +94,12 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
         }
         Some(request) => run(&app, token, request, size).await,
     };
-    let reply = match reply {
-        Ok(reply) => reply,
-        Err(resp) => return resp,
+    let reply = match (reply, id) {
+        (Ok(reply), _) => reply,
+        // The engine call panicked: a request hears a JSON-RPC internal error
+        // under its id (REST answers 500).
+        (Err(_), Some(id)) => return internal_error(id),
+        (Err(resp), None) => return resp,
     };
     if let Some(trace) = &mut trace {
         trace.answered(reply.as_ref());
@@ -122,25 +124,15 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap, body: Bod
     resp
 }
 
-/// The engine's answer to a message parsed already: a post through the queue of
-/// posts, every other message on the blocking pool (a waiting read as often as it
-/// must run).
+/// The engine's answer to a message parsed already, on the blocking pool (a
+/// waiting read as often as it must run).
 async fn run(
     app: &App,
     token: Option<String>,
     request: Value,
     size: usize,
 ) -> Result<Option<McpReply>, Response> {
-    let mut request = match app.forum.mcp_post_call(request, size) {
-        McpCall::Post(McpPost { envelope, answer }) => {
-            let outcome = app.posts.post(token, envelope).await;
-            return Ok(Some(
-                answer.reply(outcome.unwrap_or_else(|| Err(engine_failed()))),
-            ));
-        }
-        McpCall::Answered(reply) => return Ok(reply),
-        McpCall::Other(request) => request,
-    };
+    let mut request = request;
     let forum = app.forum.clone();
     match waiting_call(&app.waits, &mut request) {
         None => blocking(move || forum.mcp_value(token.as_deref(), request, size)).await,
@@ -156,10 +148,14 @@ async fn run(
     }
 }
 
-/// The failure a post gets when the engine thread went away without answering (it
-/// panicked): a JSON-RPC internal error, as REST answers 500 `internal_error`.
-fn engine_failed() -> Error {
-    Error::Internal("the engine call failed".into())
+/// The answer to a request whose engine call failed (it panicked).
+fn internal_error(id: Value) -> Response {
+    let error = Error::Internal("the engine call failed".into());
+    let message = format!("Internal error: {error}");
+    let body = error_response(id, parley_forum::mcp::codes::INTERNAL_ERROR, &message, None);
+    let mut resp = json_response(StatusCode::OK, &body);
+    super::note_reason(&mut resp, "internal_error");
+    resp
 }
 
 /// For a `tools/call` that is to wait here: how long, with `wait_ms` taken out of

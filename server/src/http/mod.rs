@@ -1,9 +1,11 @@
 //! The HTTP server: MCP Streamable HTTP at `POST /mcp` and the REST routes of
 //! SPEC §11.2 under `/v1`, one engine behind both.
 //!
-//! The engine is blocking (redb), so no call runs on an async worker: a read runs
-//! on tokio's blocking pool, a post (REST or MCP) on the engine thread (`posts`),
-//! each run of a waiting read on a reader thread (`readers`). On SIGINT or SIGTERM
+//! The engine is blocking (redb), so no call runs on an async worker: a call (a
+//! post or a read, REST, MCP or web alike) runs on tokio's blocking pool
+//! ([`blocking`]), each run of a waiting read on a reader thread (`readers`). Posts
+//! that arrive together share the engine's group commits; the server keeps no
+//! queue of its own. On SIGINT or SIGTERM
 //! the listener stops accepting, requests in flight finish (within a grace
 //! period), and the forum is closed only after the last engine call has returned,
 //! so no acknowledged write is lost.
@@ -22,25 +24,21 @@
 //! hold the grace period up.
 //!
 //! While it serves, the admin channel (`crate::control`) answers the command line on
-//! a Unix socket beside the forum file; its posts join the engine thread's bunches.
+//! a Unix socket beside the forum file; its posts reach the engine as directly.
 
 mod connections;
 mod coordination;
 mod host;
 mod log;
 mod provenance;
+pub(crate) use log::log_request;
 pub use log::tool_of;
-pub(crate) use log::Outcome;
 pub(crate) mod mcp;
 mod mcp_headers;
 mod origin;
-pub(crate) mod posts;
 mod readers;
 mod rest;
 pub(crate) mod sse;
-mod stalls;
-#[cfg(test)]
-pub(crate) mod testing;
 mod waits;
 
 use std::sync::Arc;
@@ -58,12 +56,13 @@ use parley_forum::{Forum, Reason, Refusal};
 use serde_json::{json, Value};
 
 use crate::Error;
+pub(crate) use connections::serve as serve_connections;
 pub use connections::{fit_to_descriptors, Limits};
 pub use host::parse_allow_host;
 use host::Hosts;
 use origin::Origins;
 pub(crate) use provenance::raw_response as raw_artifact;
-pub(crate) use rest::too_many_waits;
+pub(crate) use rest::{not_found, too_many_waits};
 pub use waits::default_share;
 
 /// What every handler shares: the forum, its engine and reader threads, the
@@ -73,7 +72,6 @@ pub struct App {
     pub(crate) forum: Arc<Forum>,
     pub(crate) origins: Arc<Origins>,
     pub(crate) hosts: Arc<Hosts>,
-    pub(crate) posts: Arc<posts::Posts>,
     pub(crate) readers: Arc<readers::Readers>,
     pub(crate) waits: Arc<waits::Waits>,
     /// The longest an event stream stays silent: then it sends a comment.
@@ -83,7 +81,7 @@ pub struct App {
     /// Turns true when the server begins to shut down.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// The web view's signed-in sessions.
-    pub(crate) web: Arc<crate::web::session::Sessions>,
+    pub(crate) web: Arc<crate::sessions::Sessions>,
 }
 
 /// How `serve --http` serves: the flags of the `serve` subcommand.
@@ -112,56 +110,23 @@ pub struct Options {
     pub web_secure_cookie: bool,
 }
 
-/// Serves until SIGINT or SIGTERM. Requests in flight then get up to `grace` to
-/// finish; a connection still open after that (a client that stalls mid-request) is
-/// closed. Engine calls already running always complete before the forum is closed.
-pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<(), Error> {
-    let origins = Origins::new(&options.allow_origins).map_err(Error::new)?;
-    let hosts = Hosts::new(&options.allow_hosts).map_err(Error::new)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()
-        .map_err(|e| Error::new(format!("cannot start the async runtime: {e}")))?;
-    let forum = Arc::new(forum);
-    let posts = Arc::new(
-        posts::Posts::start(&forum)
-            .map_err(|e| Error::new(format!("cannot start the engine thread: {e}")))?,
-    );
-    let readers = Arc::new(
-        readers::Readers::start()
-            .map_err(|e| Error::new(format!("cannot start the reader threads: {e}")))?,
-    );
-    let engine = crate::control::Engine {
-        forum: Arc::clone(&forum),
-        posts: Arc::clone(&posts),
-        runtime: runtime.handle().clone(),
-    };
-    // Declared after the runtime so an early return drops it first (its posts wait on it).
-    let mut channel = crate::control::Channel::start(db, Arc::new(engine))?;
-    let addr = options.addr.as_str();
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::new(format!("cannot listen on {addr}: {e}")))?;
-        let local = listener.local_addr()?;
-        // Before the server says it listens: a SIGTERM sent as soon as it has said
-        // so must stop it cleanly, not kill it by the signal's default action.
-        let signals = StopSignals::register()?;
-        if !local.ip().is_loopback() {
-            eprintln!("parley: warning: listening beyond loopback over plain HTTP: bearer tokens travel unencrypted");
-        }
-        eprintln!(
-            "parley: listening on http://{local} (MCP: POST /mcp, REST: /v1/…, web view: /), realm {}",
-            forum.config().realm
-        );
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let app = App {
-            forum: Arc::clone(&forum),
+impl App {
+    /// The state of a server of `forum` under `options`: its admission rules, its
+    /// reader threads, its waits and its web sessions. `stopping` turns true when
+    /// the server begins to shut down.
+    pub fn new(
+        forum: Arc<Forum>,
+        options: &Options,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<App, Error> {
+        let origins = Origins::new(&options.allow_origins).map_err(Error::new)?;
+        let hosts = Hosts::new(&options.allow_hosts).map_err(Error::new)?;
+        let readers = readers::Readers::start()
+            .map_err(|e| Error::new(format!("cannot start the reader threads: {e}")))?;
+        Ok(App {
             origins: Arc::new(origins),
             hosts: Arc::new(hosts),
-            posts: Arc::clone(&posts),
-            readers: Arc::clone(&readers),
+            readers: Arc::new(readers),
             waits: Arc::new(waits::Waits::new(
                 &forum,
                 options.max_waits,
@@ -169,58 +134,31 @@ pub fn serve(forum: Forum, db: &std::path::Path, options: &Options) -> Result<()
             )),
             heartbeat: options.heartbeat,
             idle_timeout: options.limits.idle_timeout,
-            stopping: stop_rx.clone(),
-            web: Arc::new(crate::web::session::Sessions::new(
+            stopping,
+            web: Arc::new(crate::sessions::Sessions::new(
                 options.web_session_idle,
                 options.web_session_max,
                 options.web_secure_cookie,
             )),
-        };
-        let ending = Arc::clone(&forum);
-        tokio::spawn(async move {
-            signals.recv().await;
-            let _ = stop_tx.send(true);
-            // Every waiting read answers with its current result, every stream ends.
-            ending.end_waits();
-        });
-        let server = connections::serve(listener, router(app), options.limits, stop_rx.clone());
-        let mut stopping = stop_rx;
-        let grace = options.grace;
-        let deadline = async move {
-            let _ = stopping.wait_for(|stop| *stop).await;
-            tokio::time::sleep(grace).await;
-        };
-        tokio::select! {
-            () = server => {}
-            () = deadline => {
-                eprintln!("parley: connections still open after {} ms; closing them", grace.as_millis());
-            }
-        }
-        Ok::<(), Error>(())
-    })?;
-    // The admin channel's connections finish their requests and let go of the forum.
-    if let Some(channel) = channel.as_mut() {
-        channel.stop();
+            forum,
+        })
     }
-    drop(channel);
-    // Dropping the runtime waits for blocking calls still running, stopping the
-    // reader threads for the reads they hold, and stopping the engine thread for the
-    // posts already queued; only then is the last reference to the forum released
-    // and the database closed.
-    drop(runtime);
-    readers.stop();
-    posts.stop();
-    match Arc::try_unwrap(forum) {
-        Ok(forum) => drop(forum),
-        Err(_) => return Err(Error::new("the forum was still in use at shutdown")),
+
+    /// The forum served.
+    pub fn forum(&self) -> &Arc<Forum> {
+        &self.forum
     }
-    eprintln!("parley: stopped");
-    Ok(())
+
+    /// Stops the reader threads once the reads they hold have run; returns once
+    /// they have ended (and let go of what those reads held).
+    pub(crate) fn stop(&self) {
+        self.readers.stop();
+    }
 }
 
-/// Every route of the server (MCP, REST, event streams, the web view) behind its
-/// admission check, span and request log, over the shared state `app`.
-pub fn router(app: App) -> Router {
+/// The routes of MCP, REST and event streams; [`crate::router`] adds the web view's
+/// and the layers every request passes.
+pub(crate) fn routes() -> Router<App> {
     Router::new()
         .route(
             "/mcp",
@@ -251,23 +189,12 @@ pub fn router(app: App) -> Router {
             get(coordination::presence).put(coordination::set_presence),
         )
         .merge(provenance::routes())
-        .merge(crate::web::routes())
-        .fallback(rest::not_found)
-        .layer(axum::middleware::from_fn_with_state(app.clone(), admit))
-        // Inside the log, which takes the handlers' notes off the response.
-        .layer(axum::middleware::from_fn(crate::telemetry::http_span))
-        // Outermost, so that a request refused by `admit` is logged too.
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            log::log_request,
-        ))
-        .with_state(app)
 }
 
 /// What every request passes before its route (DNS-rebinding protection): its
 /// `Host` must be allowed, then its `Origin` when it has one. Nothing is looked up
 /// for a request before it passes, its caller for the log included.
-async fn admit(State(app): State<App>, request: Request, next: Next) -> Response {
+pub(crate) async fn admit(State(app): State<App>, request: Request, next: Next) -> Response {
     if let Some(message) = host::refusal(&app.hosts, &request) {
         let status = StatusCode::MISDIRECTED_REQUEST;
         return refuse_early(&app, request, status, "host_not_allowed", &message);
@@ -278,34 +205,6 @@ async fn admit(State(app): State<App>, request: Request, next: Next) -> Response
     }
     log::admitted(&app, &request);
     next.run(request).await
-}
-
-/// SIGINT and SIGTERM, listened for from the moment they are registered.
-struct StopSignals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    fn register() -> Result<StopSignals, Error> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let listen = |kind: SignalKind| {
-            signal(kind).map_err(|e| Error::new(format!("cannot listen for signals: {e}")))
-        };
-        Ok(StopSignals {
-            interrupt: listen(SignalKind::interrupt())?,
-            terminate: listen(SignalKind::terminate())?,
-        })
-    }
-
-    /// Returns at the first of the two.
-    async fn recv(mut self) {
-        tokio::select! {
-            _ = self.interrupt.recv() => {},
-            _ = self.terminate.recv() => {},
-        }
-        eprintln!("parley: shutting down, finishing requests in flight");
-    }
 }
 
 /// The bearer token of the request: `Ok(None)` when there is no `Authorization`
@@ -442,14 +341,16 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.parse::<u64>().ok())
 }
 
-/// Runs a blocking engine call on the blocking pool.
+/// Runs a blocking engine call on the blocking pool; a panic in it is answered
+/// 500 `internal_error`.
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Response> {
-    tokio::task::spawn_blocking(f).await.map_err(|err| {
-        eprintln!("parley: an engine call failed: {err}");
-        engine_failed()
-    })
+    match tokio::task::spawn_blocking(move || crate::panics::contained(f)).await {
+        Ok(Ok(value)) => Ok(value),
+        // A panic (reported already), or the runtime shutting down under the call.
+        Ok(Err(_)) | Err(_) => Err(engine_failed()),
+    }
 }
 
 /// The answer to a request whose engine call panicked.

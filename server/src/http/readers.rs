@@ -9,7 +9,6 @@
 //! run already waiting. The runs are short snapshot reads, never a write, so they
 //! delay no writer and need no more threads than there are cores.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -76,7 +75,7 @@ impl Readers {
         let (reply, outcome) = oneshot::channel();
         let job: Job = Box::new(move || {
             // A panic fails this run (its caller hears nothing), not the thread.
-            if let Ok(value) = catch_unwind(AssertUnwindSafe(read)) {
+            if let Ok(value) = crate::panics::contained(read) {
                 let _ = reply.send(value);
             }
         });

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use super::waits::{self, Plan, Waited};
 use super::{
-    bearer, blocking, closing, engine_failed, error_response, json_response, read_body,
-    refusal_response, unread, App, BodyError,
+    bearer, blocking, closing, error_response, json_response, read_body, refusal_response, unread,
+    App, BodyError,
 };
 
 /// Arguments that are numbers; every other query parameter stays a string (cursors
@@ -232,11 +232,11 @@ pub(crate) async fn post_message(
         }
         return refusal_response(&refusal);
     }
-    // Posts go to the engine thread in bunches (see `posts`), not one by one
-    // through the blocking pool.
-    match app.posts.post(token, envelope).await {
-        Some(outcome) => respond("post", outcome, StatusCode::CREATED),
-        None => engine_failed(),
+    // Concurrent posts share the engine's group commits.
+    let forum = app.forum.clone();
+    match blocking(move || forum.call(token.as_deref(), "post", &envelope)).await {
+        Ok(outcome) => respond("post", outcome, StatusCode::CREATED),
+        Err(resp) => resp,
     }
 }
 

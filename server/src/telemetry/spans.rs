@@ -353,7 +353,7 @@ pub(crate) async fn http_span(request: Request, next: Next) -> Response {
     let status = response.status().as_u16();
     let reason = response
         .extensions()
-        .get::<crate::http::Outcome>()
+        .get::<crate::outcome::Outcome>()
         .and_then(|o| o.reason.clone());
     let mut attributes = vec![
         KeyValue::new("http.request.method", method.clone()),

@@ -3,7 +3,7 @@
 //!
 //! Each form posts `action` (and `body`, `state`, `parent` where it has them) with
 //! the session's `csrf`. The handler builds the envelope with
-//! `crate::human::envelope` and posts it through the engine thread, exactly as a
+//! `crate::human::envelope` and posts it to the engine, exactly as a
 //! REST or MCP post goes: the engine decides. Success is a 303 to the new message;
 //! a refusal is kept in the session as a one-time [`Flash`] and answered with a 303
 //! back to the thread, whose form then shows the refusal and what was typed.
@@ -398,21 +398,16 @@ async fn perform(app: &App, viewer: &Viewer, thread: Option<String>, form: &Form
             fields.insert("idempotency_key".into(), Value::from(key));
         }
     }
-    match app
-        .posts
-        .post(Some(viewer.token().to_string()), envelope)
-        .await
-    {
-        Some(Ok(posted)) => {
+    let forum = app.forum.clone();
+    let token = viewer.token().to_string();
+    match blocking(move || forum.call(Some(&token), "post", &envelope)).await {
+        Ok(Ok(posted)) => {
             let thread = posted["thread"]["id"].as_str().unwrap_or_default();
             let message = posted["message"]["id"].as_str().unwrap_or_default();
             see_other(&format!("/threads/{thread}#{message}"))
         }
-        Some(Err(err)) => refused(err),
-        None => failed(
-            viewer,
-            &Error::storage("the engine thread did not answer".into()),
-        ),
+        Ok(Err(err)) => refused(err),
+        Err(resp) => resp,
     }
 }
 

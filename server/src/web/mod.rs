@@ -5,7 +5,7 @@
 //! script (live updates) are compiled into the binary. Every action is a plain HTML
 //! form: `POST`, then a 303 to the page that shows the outcome, so nothing needs
 //! JavaScript. An action is the envelope `crate::human::envelope` builds, posted
-//! through the engine thread like a REST or MCP post: the engine makes every check.
+//! to the engine like a REST or MCP post: the engine makes every check.
 //!
 //! - `session`: the session store, the `Viewer` extractor, cookies;
 //! - `sign_in`: `GET`/`POST /sign-in`, `POST /sign-out`;
@@ -40,8 +40,7 @@ use maud::{html, Markup};
 use crate::http::{read_body, App, BodyError};
 use session::Viewer;
 
-/// The session cookie.
-pub(crate) const SESSION_COOKIE: &str = "parley_session";
+pub(crate) use crate::sessions::{Flash, SESSION_COOKIE};
 /// The pre-session CSRF cookie of the sign-in form.
 pub(crate) const CSRF_COOKIE: &str = "parley_csrf";
 /// The largest form accepted; a bigger one is refused with 413. A body holds at most
@@ -50,24 +49,6 @@ pub(crate) const FORM_MAX_BYTES: usize = 64 * 1024;
 
 const STYLE: &str = include_str!("assets/style.css");
 const LIVE: &str = include_str!("assets/live.js");
-
-/// A form that the engine (or the view) refused, kept in the session for the next
-/// page, which shows the refusal inside that form with what the person typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Flash {
-    /// The form's `action` (`confirm`, `note`, …; `ask` for a new thread).
-    pub(crate) action: String,
-    /// The thread acted on; `None` for a new thread.
-    pub(crate) thread: Option<String>,
-    pub(crate) reason: String,
-    pub(crate) message: String,
-    /// The typed body (empty when none was typed).
-    pub(crate) body: String,
-    /// The chosen state of a `mark`.
-    pub(crate) state: Option<String>,
-    /// The message replied to, when the form carried one.
-    pub(crate) parent: Option<String>,
-}
 
 /// The web view's routes, read pages and live updates included.
 pub(crate) fn routes() -> Router<App> {

@@ -188,12 +188,12 @@ fn a_batch_of_refusals_is_discarded_and_one_accepted_job_commits_it() {
     let group: Group<u64, Value> = Group::default();
     let log = Log::default();
     assert!(group.submit(13, &log).is_err());
-    let outcomes = group.submit_all(vec![13, 13, 13], &log, Gather::No);
+    let outcomes = group.submit_all(vec![13, 13, 13], &log);
     assert!(outcomes.iter().all(|o| o.is_err()));
     assert_eq!(log.commits.load(Ordering::SeqCst), 0, "nothing to commit");
     assert_eq!(log.discards.load(Ordering::SeqCst), 2);
     assert!(log.settled.lock().unwrap().is_empty(), "nothing to settle");
-    let outcomes = group.submit_all(vec![13, 4, 13], &log, Gather::No);
+    let outcomes = group.submit_all(vec![13, 4, 13], &log);
     assert_eq!(outcomes[1].as_ref().unwrap(), &Value::from(40));
     assert_eq!(log.commits.load(Ordering::SeqCst), 1);
     assert_eq!(*log.settled.lock().unwrap(), [4]);
@@ -223,7 +223,7 @@ fn a_broken_batch_fails_every_job_it_took_and_strands_none() {
     // One caller's three jobs are taken together; the second breaks the batch.
     let (g, l) = (Arc::clone(&group), Arc::clone(&log));
     let all = within_5s(std::thread::spawn(move || {
-        g.submit_all(vec![1, 99, 2], &*l, Gather::Adaptive)
+        g.submit_all(vec![1, 99, 2], &*l)
     }));
     let all = all.unwrap();
     assert_eq!(all.len(), 3);
@@ -252,7 +252,7 @@ fn a_broken_batch_fails_every_job_it_took_and_strands_none() {
 }
 
 #[test]
-fn a_bunch_does_not_wait_for_more_posts_and_single_posts_do() {
+fn a_single_posts_leader_gathers_the_next_posts_into_its_batch() {
     let group = Arc::new(Group::<u64, Value> {
         max_gather: Duration::from_secs(30),
         ..Group::default()
@@ -266,27 +266,18 @@ fn a_bunch_does_not_wait_for_more_posts_and_single_posts_do() {
         shared.last_cost = Duration::from_secs(30);
     };
     expect_more();
-    let started = Instant::now();
-    let bunch = group.submit_all(vec![1], &*log, Gather::No);
-    assert_eq!(bunch[0].as_ref().unwrap(), &Value::from(10));
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the bunch waited"
-    );
-
-    expect_more();
     let single = submit_in_thread(&group, &log, 2);
     wait_until("the single post's leader gathers", || {
         group.lock().gathering
     });
     // Its batch takes the next posts, and commits once it holds three.
-    let more = group.submit_all(vec![3, 4], &*log, Gather::No);
+    let more = group.submit_all(vec![3, 4], &*log);
     assert_eq!(more.len(), 2);
     assert_eq!(single.join().unwrap().unwrap(), Value::from(20));
-    assert_eq!(*log.committed.lock().unwrap(), [1, 2, 3, 4]);
+    assert_eq!(*log.committed.lock().unwrap(), [2, 3, 4]);
     assert_eq!(
         log.batches.load(Ordering::SeqCst),
-        2,
+        1,
         "2, 3 and 4 shared a batch"
     );
 }
@@ -342,7 +333,7 @@ fn the_next_batch_commits_while_one_settles_and_nobody_hears_early() {
 fn several_jobs_of_one_caller_share_a_batch_and_keep_their_outcomes() {
     let group: Group<u64, Value> = Group::default();
     let log = Log::default();
-    let outcomes = group.submit_all(vec![1, 13, 2, 3], &log, Gather::Adaptive);
+    let outcomes = group.submit_all(vec![1, 13, 2, 3], &log);
     assert_eq!(outcomes.len(), 4);
     assert_eq!(outcomes[0].as_ref().unwrap(), &Value::from(10));
     let refused = outcomes[1].as_ref().unwrap_err();
@@ -350,5 +341,5 @@ fn several_jobs_of_one_caller_share_a_batch_and_keep_their_outcomes() {
     assert_eq!(outcomes[3].as_ref().unwrap(), &Value::from(30));
     assert_eq!(*log.committed.lock().unwrap(), [1, 2, 3]);
     assert_eq!(log.batches.load(Ordering::SeqCst), 1, "queued together");
-    assert!(group.submit_all(Vec::new(), &log, Gather::No).is_empty());
+    assert!(group.submit_all(Vec::new(), &log).is_empty());
 }

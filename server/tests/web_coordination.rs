@@ -4,11 +4,11 @@
 //! one through a form held to the same origin, session and CSRF rules as the
 //! others.
 
-mod common;
+mod support;
 mod web_client;
 
-use common::{Server, TempForum};
 use serde_json::{json, Value};
+use support::{Server, TempForum};
 use web_client::{form_with, reason_of, text, Browser};
 
 struct Fixture {
@@ -42,7 +42,7 @@ impl Fixture {
     fn rest(&self, method: &str, path: &str, token: &str, body: Value) -> Value {
         let auth = format!("Bearer {token}");
         let text = body.to_string();
-        let resp = common::http(
+        let resp = support::http(
             self.server.addr,
             method,
             path,

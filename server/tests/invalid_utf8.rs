@@ -2,10 +2,10 @@
 //! lossily: `/mcp` answers a JSON-RPC parse error (-32700) with HTTP 400, REST its
 //! 400 refusal, and nothing is stored.
 
-mod common;
+mod support;
 
-use common::{http, Server, TempForum};
 use serde_json::{json, Value};
+use support::{http, Server, TempForum};
 
 const MODERN: &str = "2026-07-28";
 
@@ -104,7 +104,7 @@ fn invalid_utf8_is_refused_on_mcp_and_rest_and_nothing_is_stored() {
     let threads = server.get("/v1/threads", Some(&alice));
     assert_eq!(threads.status, 200);
     assert_eq!(threads.json()["items"], json!([]));
-    let list = common::rpc(
+    let list = support::rpc(
         8,
         "tools/call",
         json!({"name": "list_threads", "arguments": {}}),

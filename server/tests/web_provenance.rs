@@ -4,11 +4,11 @@
 //! page of the forum's origin (attachment, nosniff, a sandbox policy kept over the
 //! web view's own).
 
-mod common;
+mod support;
 mod web_client;
 
-use common::{Server, TempForum};
 use serde_json::{json, Value};
+use support::{Server, TempForum};
 use web_client::{text, Browser};
 
 #[test]

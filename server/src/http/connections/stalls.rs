@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::connections::Cycle;
+use super::Cycle;
 
 /// How long a connection must have waited for its client to finish a head or a
 /// body before its place may be taken.

@@ -3,12 +3,12 @@
 //! `GET /v1/presence`, against the built `parley serve --http`; every refusal path
 //! of the routes, and sixteen clients racing for one lease.
 
-mod common;
+mod support;
 
 use std::sync::{Arc, Barrier};
 
-use common::{http, Response, Server, TempForum};
 use serde_json::{json, Value};
+use support::{http, Response, Server, TempForum};
 
 struct Fixture {
     _forum: TempForum,
@@ -408,7 +408,7 @@ fn switched_off_the_routes_refuse_every_call() {
 #[test]
 fn sixteen_clients_race_for_one_lease_and_exactly_one_wins() {
     let f = fixture();
-    // Issued through the running server's admin channel.
+    // Issued while the server runs, through the forum it serves.
     let tokens: Vec<String> = (0..16)
         .map(|i| {
             f._forum

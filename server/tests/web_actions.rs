@@ -1,12 +1,12 @@
 //! The web view's actions over real HTTP: every act a person takes through a form,
-//! each going through the engine as a REST post does, every way one is refused,
-//! and the token administration page.
+//! each going through the engine as a REST post does, and every way one is refused.
+//! The token administration page is `web_tokens.rs`.
 
-mod common;
+mod support;
 mod web_client;
 
-use common::{Server, TempForum};
 use serde_json::{json, Value};
+use support::{Server, TempForum};
 use web_client::{form_with, reason_of, text, value_after, Browser};
 
 struct Fixture {
@@ -67,14 +67,14 @@ impl Fixture {
 }
 
 /// Posts an action form and returns the response.
-fn act(b: &mut Browser, csrf: &str, thread: &str, fields: &[(&str, &str)]) -> common::Response {
+fn act(b: &mut Browser, csrf: &str, thread: &str, fields: &[(&str, &str)]) -> support::Response {
     let mut all = vec![("csrf", csrf)];
     all.extend_from_slice(fields);
     b.post(&format!("/threads/{thread}/act"), &all)
 }
 
 /// The message id a successful action's redirect points at.
-fn posted_message(resp: &common::Response, thread: &str) -> String {
+fn posted_message(resp: &support::Response, thread: &str) -> String {
     assert_eq!(resp.status, 303, "{}", text(resp));
     let location = resp.header("location").unwrap();
     let (path, fragment) = location
@@ -87,7 +87,7 @@ fn posted_message(resp: &common::Response, thread: &str) -> String {
 
 /// Asserts the action was refused and sent back to `back`, then returns the page
 /// there, which shows the refusal once.
-fn refused(b: &mut Browser, resp: &common::Response, back: &str) -> String {
+fn refused(b: &mut Browser, resp: &support::Response, back: &str) -> String {
     assert_eq!(resp.status, 303, "{}", text(resp));
     assert_eq!(resp.header("location"), Some(back));
     let page = b.get(back);
@@ -468,93 +468,6 @@ fn an_oversized_form_is_refused() {
     let resp = b.post("/threads", &[("csrf", &csrf), ("body", &huge)]);
     assert_eq!(resp.status, 413);
     assert_eq!(f.thread(&th)["thread"]["message_count"], 1);
-}
-
-#[test]
-fn tokens_are_issued_and_revoked_by_a_person_only() {
-    let f = fixture();
-    let mut agent = Browser::signed_in(&f.server, &f.bob);
-    let resp = agent.get("/tokens");
-    assert_eq!(resp.status, 403);
-    assert_eq!(reason_of(&text(&resp)).as_deref(), Some("read_only"));
-    let agent_csrf = agent.csrf();
-    assert!(!text(&agent.get("/inbox")).contains(r#"href="/tokens""#));
-    let resp = agent.post(
-        "/tokens",
-        &[
-            ("csrf", &agent_csrf),
-            ("handle", "sneaky"),
-            ("rights", "lock"),
-        ],
-    );
-    assert_eq!(resp.status, 403);
-    let resp = agent.post(
-        "/tokens/revoke",
-        &[("csrf", &agent_csrf), ("token", &f.ann)],
-    );
-    assert_eq!(resp.status, 403);
-    assert_eq!(f.server.get("/v1/whoami", Some(&f.ann)).status, 200);
-
-    let mut b = Browser::signed_in(&f.server, &f.ann);
-    let csrf = b.csrf();
-    let page = text(&b.get("/tokens"));
-    assert!(page.contains(r#"id="tokens""#));
-    assert!(page.contains("human:ann") && page.contains("ainotes:bob"));
-    assert!(form_with(&page, r#"id="token-create""#).is_some());
-    assert!(form_with(&page, r#"class="token-revoke""#).is_some());
-
-    let resp = b.post(
-        "/tokens",
-        &[
-            ("csrf", &csrf),
-            ("handle", "carol"),
-            ("rights", "read"),
-            ("rights", "lock"),
-            ("label", "Carol"),
-        ],
-    );
-    assert_eq!(resp.status, 200, "{}", text(&resp));
-    assert_eq!(resp.header("cache-control"), Some("no-store"));
-    let page = text(&resp);
-    let secret = value_after(&page, r#"<output id="new-secret" for="token-create">"#)
-        .map(|s| s.split('<').next().unwrap().to_string())
-        .expect("the new secret is shown");
-    assert!(secret.starts_with("pt_"), "{secret}");
-    assert!(page.contains("ainotes:carol"));
-    let me = f.server.get("/v1/whoami", Some(&secret));
-    assert_eq!(me.status, 200);
-    assert_eq!(me.json()["identity"], "ainotes:carol");
-    assert_eq!(me.json()["rights"], json!(["read", "lock"]));
-    assert_eq!(me.json()["label"], "Carol");
-    assert!(
-        !text(&b.get("/tokens")).contains(&secret),
-        "shown once only"
-    );
-
-    // A handle the engine refuses: the form comes back with what was typed.
-    let resp = b.post(
-        "/tokens",
-        &[
-            ("csrf", &csrf),
-            ("handle", "Not A Handle"),
-            ("rights", "read"),
-        ],
-    );
-    assert_eq!(resp.status, 400);
-    let page = text(&resp);
-    assert_eq!(reason_of(&page).as_deref(), Some("invalid_argument"));
-    assert!(page.contains(r#"value="Not A Handle""#));
-    assert!(!page.contains("new-secret"));
-
-    let resp = b.post("/tokens/revoke", &[("csrf", &csrf), ("token", &secret)]);
-    assert_eq!(resp.status, 200);
-    assert!(text(&resp).contains(r#"id="revoked""#));
-    let me = f.server.get("/v1/whoami", Some(&secret));
-    assert_eq!(me.status, 401);
-    assert_eq!(me.reason(), "token_invalid");
-    let resp = b.post("/tokens/revoke", &[("csrf", &csrf), ("token", &secret)]);
-    assert_eq!(resp.status, 404);
-    assert_eq!(reason_of(&text(&resp)).as_deref(), Some("token_not_found"));
 }
 
 #[test]

@@ -4,11 +4,11 @@
 //! back to shows the refusal with the thread's new state. Over real HTTP; the same
 //! story in headless Chromium is tests/browser/test_conditional.py.
 
-mod common;
+mod support;
 mod web_client;
 
-use common::{Server, TempForum};
 use serde_json::{json, Value};
+use support::{Server, TempForum};
 use web_client::{form_with, reason_of, text, value_after, Browser};
 
 struct Fixture {
@@ -79,7 +79,7 @@ fn press(
     th: &str,
     fields: &[(String, String)],
     extra: &[(&str, &str)],
-) -> common::Response {
+) -> support::Response {
     let mut all: Vec<(&str, &str)> = fields
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -1,18 +1,18 @@
 //! Waiting reads over HTTP (SPEC §14.2): `wait_ms` on the REST reads and as an MCP
-//! tool argument, through the built binary. A waiter wakes on another client's
+//! tool argument, against the server in this process. A waiter wakes on another client's
 //! post and times out with the plain result; the engine judges `wait_ms`; many
 //! waiters do not keep a normal request from being answered; no connection timeout
 //! cuts a wait. Also `GET /v1/messages`, `GET /v1/search` and the `Idempotency-Key`
 //! header of `POST /v1/messages` (SPEC §14.1, §14.3, §14.4).
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{connect, http, parse, rpc, Response, Server, TempForum};
 use serde_json::{json, Value};
+use support::{connect, http, parse, rpc, Response, Server, TempForum};
 
 const SETTINGS: &str = r#"{"limits":{"writes_per_minute":0}}"#;
 

@@ -5,9 +5,9 @@
 //! a `Content-Type` that is not text), each after the token where SPEC §12.1 says so;
 //! an artifact stored and read back both ways, and its refusals.
 
-mod common;
+mod support;
 
-use common::{http, Response, Server, TempForum};
+use support::{http, Response, Server, TempForum};
 
 struct Fixture {
     _forum: TempForum,
@@ -120,7 +120,7 @@ fn a_content_type_that_is_not_text_is_refused_after_the_token() {
             "POST /v1/artifacts HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              Content-Length: 3\r\nConnection: close\r\nContent-Type: image/é\r\n\r\nabc"
         );
-        common::exchange(addr, head.as_bytes()).expect("exchange")
+        support::exchange(addr, head.as_bytes()).expect("exchange")
     };
     refused(&raw("pt_nope"), 401, "token_invalid");
     let resp = raw(&f.alice);
