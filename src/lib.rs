@@ -109,6 +109,7 @@ pub use protocol::claim::ClaimStatus;
 pub use protocol::coordination::{LeaseMode, PresenceStatus};
 pub use protocol::evidence::{Evidence, EvidenceKind};
 pub use protocol::kinds::{AuthorKind, EventKind, Origin};
+pub use protocol::limits::Limit;
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{

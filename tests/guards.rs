@@ -145,7 +145,10 @@ fn acknowledgements_traded_stop_at_progress_max_messages() {
         assert_eq!(accepted, 24, "{name}");
         let refused = refused.unwrap();
         assert_eq!(refused.reason, Reason::NoProgress, "{name}");
-        assert_eq!(refused.limit.as_deref(), Some("progress_max_messages"));
+        assert_eq!(
+            refused.limit.map(|l| l.as_str()),
+            Some("progress_max_messages")
+        );
         assert!(
             refused.message.contains("no progress")
                 && refused.message.contains("24 messages")

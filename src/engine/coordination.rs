@@ -251,7 +251,7 @@ impl Forum {
                             "this holder already holds {held} active leases (leases_max); release one first"
                         ),
                     )
-                    .with_limit("leases_max")
+                    .with_limit(crate::Limit::LeasesMax)
                     .into());
                 }
                 LeaseRec {

@@ -198,7 +198,7 @@ pub(crate) const WAITING_READS: [&str; 4] =
 fn bad_wait(message: String) -> Refusal {
     Refusal::new(Reason::InvalidArgument, message)
         .with_field("wait_ms")
-        .with_limit("wait_max_ms")
+        .with_limit(crate::Limit::WaitMaxMs)
 }
 
 impl Forum {

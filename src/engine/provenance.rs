@@ -89,7 +89,7 @@ impl Forum {
                 ),
             )
             .with_field("content_base64")
-            .with_limit("artifact_max_bytes")
+            .with_limit(crate::Limit::ArtifactMaxBytes)
             .into());
         }
         let digest = artifact::digest(&decoded.content);

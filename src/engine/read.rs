@@ -111,7 +111,7 @@ impl Forum {
                             format!("`limit` must be an integer from 1 to {}", limits.page_max),
                         )
                         .with_field("limit")
-                        .with_limit("page_max")
+                        .with_limit(crate::Limit::PageMax)
                         .into())
                     }
                 }

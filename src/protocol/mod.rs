@@ -12,6 +12,7 @@ pub(crate) mod guards;
 pub(crate) mod hashes;
 pub(crate) mod ids;
 pub(crate) mod kinds;
+pub(crate) mod limits;
 pub mod records;
 pub(crate) mod rights;
 pub(crate) mod state;
