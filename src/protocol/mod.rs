@@ -10,6 +10,7 @@ pub(crate) mod envelope;
 pub(crate) mod evidence;
 pub(crate) mod guards;
 pub(crate) mod hashes;
+pub(crate) mod id_types;
 pub(crate) mod ids;
 pub(crate) mod kinds;
 pub(crate) mod limits;
