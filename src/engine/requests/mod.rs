@@ -50,7 +50,7 @@ pub(crate) fn only(args: &Map<String, Value>, allowed: &[&str]) -> Args<()> {
     Ok(())
 }
 
-/// Refuses any argument not in `allowed`, nor `wait_ms` where the listen
+/// Refuses any argument not in `allowed`, save `wait_ms` where the listen
 /// profile is on (SPEC §14.2): without it, `wait_ms` is an unknown argument.
 pub(crate) fn only_waiting(
     args: &Map<String, Value>,
