@@ -6,6 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::protocol::limits::Limit;
+use crate::protocol::rights::Right;
 use crate::protocol::state::State;
 use crate::session::Lease;
 
@@ -101,9 +103,9 @@ pub struct Refusal {
     /// The envelope or argument field at fault, where one is.
     pub field: Option<String>,
     /// The missing right, for `token_right_missing`.
-    pub right: Option<String>,
+    pub right: Option<Right>,
     /// The limit at stake, for `limit_exceeded` and `body_too_long`.
-    pub limit: Option<String>,
+    pub limit: Option<Limit>,
     /// When a retry may succeed, for `rate_limited`.
     pub retry_after_ms: Option<u64>,
     /// The thread's current state, for `state_changed` (SPEC §14.5).
@@ -135,14 +137,14 @@ impl Refusal {
     }
 
     /// Names the missing right.
-    pub fn with_right(mut self, right: impl Into<String>) -> Self {
-        self.right = Some(right.into());
+    pub fn with_right(mut self, right: Right) -> Self {
+        self.right = Some(right);
         self
     }
 
     /// Names the limit at stake.
-    pub fn with_limit(mut self, limit: impl Into<String>) -> Self {
-        self.limit = Some(limit.into());
+    pub fn with_limit(mut self, limit: Limit) -> Self {
+        self.limit = Some(limit);
         self
     }
 
@@ -172,11 +174,11 @@ impl Refusal {
         if let Some(field) = &self.field {
             map.insert("field".into(), json!(field));
         }
-        if let Some(right) = &self.right {
-            map.insert("right".into(), json!(right));
+        if let Some(right) = self.right {
+            map.insert("right".into(), json!(right.as_str()));
         }
-        if let Some(limit) = &self.limit {
-            map.insert("limit".into(), json!(limit));
+        if let Some(limit) = self.limit {
+            map.insert("limit".into(), json!(limit.as_str()));
         }
         if let Some(ms) = self.retry_after_ms {
             map.insert("retry_after_ms".into(), json!(ms));
@@ -196,15 +198,17 @@ impl Refusal {
     /// The refusal of a refusal object (what [`Refusal::to_json`] makes, and what
     /// every transport sends), for a client that reads one back. `None` when it is
     /// not one: not an object, or a `reason` this build does not know. The status
-    /// is the reason's own; a key of the wrong type is left out.
+    /// is the reason's own; a key of the wrong type is left out, and so is a
+    /// `right`, `limit` or `state` whose name this build does not know (a newer
+    /// peer's): the refusal itself still stands.
     pub fn from_json(value: &Value) -> Option<Refusal> {
         let object = value.as_object()?;
         let reason = Reason::from_name(object.get("reason")?.as_str()?)?;
         let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
         let mut refusal = Refusal::new(reason, text("message").unwrap_or_default());
         refusal.field = text("field");
-        refusal.right = text("right");
-        refusal.limit = text("limit");
+        refusal.right = text("right").as_deref().and_then(Right::from_name);
+        refusal.limit = text("limit").as_deref().and_then(Limit::from_name);
         refusal.retry_after_ms = object.get("retry_after_ms").and_then(Value::as_u64);
         refusal.state = text("state").as_deref().and_then(State::from_name);
         refusal.leases = object
@@ -372,7 +376,7 @@ mod tests {
 
     #[test]
     fn refusal_json_carries_extras_only_when_set() {
-        let r = Refusal::new(Reason::TokenRightMissing, "needs write").with_right("write");
+        let r = Refusal::new(Reason::TokenRightMissing, "needs write").with_right(Right::Write);
         let v = r.to_json();
         assert_eq!(v["reason"], "token_right_missing");
         assert_eq!(v["status"], 403);
@@ -385,8 +389,8 @@ mod tests {
     fn refusal_json_round_trips_with_every_extra() {
         let mut r = Refusal::new(Reason::StateChanged, "the thread moved")
             .with_field("if_state")
-            .with_right("write")
-            .with_limit("x")
+            .with_right(Right::Write)
+            .with_limit(Limit::PageMax)
             .with_state(State::Closed);
         r.retry_after_ms = Some(7);
         let v = r.to_json();
@@ -405,5 +409,31 @@ mod tests {
         let odd = json!({ "reason": "state_changed", "message": 5, "state": "shut" });
         let r = Refusal::from_json(&odd).expect("a known reason");
         assert_eq!((r.message.as_str(), r.state), ("", None));
+    }
+
+    #[test]
+    fn from_json_drops_rights_and_limits_it_does_not_know() {
+        let newer = json!({
+            "reason": "limit_exceeded", "message": "m", "limit": "moons_max", "right": "fly",
+        });
+        let r = Refusal::from_json(&newer).expect("a known reason");
+        assert_eq!(
+            (r.reason, r.limit, r.right),
+            (Reason::LimitExceeded, None, None)
+        );
+        let known = json!({ "reason": "limit_exceeded", "message": "m", "limit": "leases_max" });
+        let r = Refusal::from_json(&known).unwrap();
+        assert_eq!(r.limit, Some(Limit::LeasesMax));
+        assert_eq!(
+            r.to_json(),
+            known
+                .as_object()
+                .map(|o| {
+                    let mut o = o.clone();
+                    o.insert("status".into(), json!(409));
+                    Value::Object(o)
+                })
+                .unwrap()
+        );
     }
 }

@@ -108,7 +108,9 @@ pub use protocol::artifact::{decode_artifact, DecodedArtifact};
 pub use protocol::claim::ClaimStatus;
 pub use protocol::coordination::{LeaseMode, PresenceStatus};
 pub use protocol::evidence::{Evidence, EvidenceKind};
+pub use protocol::id_types::{ClaimId, InvalidId, MessageId, ThreadId};
 pub use protocol::kinds::{AuthorKind, EventKind, Origin};
+pub use protocol::limits::Limit;
 pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{

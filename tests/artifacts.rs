@@ -92,8 +92,8 @@ fn refused(
         r.reason,
         r.status(),
         r.field.clone(),
-        r.limit.clone(),
-        r.right.clone(),
+        r.limit.map(|l| l.to_string()),
+        r.right.map(|r| r.as_str().to_string()),
     )
 }
 

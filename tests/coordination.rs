@@ -395,7 +395,7 @@ fn release_belongs_to_the_holder_a_lock_holder_or_a_person() {
         );
         let r = refused(call(&forum, &reader, "release", json!({ "lease": "ls_1" })));
         assert_eq!(
-            (r.reason, r.right.as_deref()),
+            (r.reason, r.right.map(|r| r.as_str())),
             (Reason::TokenRightMissing, Some("write")),
             "{name}"
         );
@@ -513,7 +513,7 @@ fn lease_arguments_limits_and_the_order_of_checks() {
         ok(&forum, &amy, "lease", json!({ "resource": "z" }));
         let r = refused(call(&forum, &bob, "lease", json!({ "resource": "c" })));
         assert_eq!(
-            (r.reason, r.limit.as_deref()),
+            (r.reason, r.limit.map(|l| l.as_str())),
             (Reason::LimitExceeded, Some("leases_max")),
             "{name}"
         );

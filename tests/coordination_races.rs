@@ -61,7 +61,7 @@ fn presence_refusals() {
             json!({ "status": "idle" }),
         ));
         assert_eq!(
-            (r.reason, r.right.as_deref()),
+            (r.reason, r.right.map(|r| r.as_str())),
             (Reason::TokenRightMissing, Some("read")),
             "{name}"
         );

@@ -7,7 +7,7 @@
 
 use parley_forum::{
     ClaimView, Config, Envelope, EventView, Forum, InboxItem, MessageView, Page, PostResult, Right,
-    SearchHit, ThreadSummary, ThreadView, TokenSpec, WhoAmI,
+    SearchHit, ThreadId, ThreadSummary, ThreadView, TokenSpec, WhoAmI,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -98,7 +98,7 @@ impl World {
     fn check_reads(&self, token: &str, threads: &[&str], words: &[&str]) {
         let s = self.forum.session(token);
         let page = |op: &str, args: Value| self.json(token, op, args);
-        for thread in threads {
+        for &thread in threads {
             assert_eq!(
                 s.thread(thread).unwrap(),
                 typed::<ThreadView>(&page("get_thread", json!({ "thread": thread })))
@@ -301,10 +301,72 @@ fn typed_refusals_are_the_generic_calls() {
             "get_claim",
             json!({ "claim": "cl_7" }),
         ),
+        (
+            s.claim("th_7").unwrap_err(),
+            "get_claim",
+            json!({ "claim": "th_7" }),
+        ),
+        (
+            s.thread(ThreadId::new(99).unwrap()).unwrap_err(),
+            "get_thread",
+            json!({ "thread": 99 }),
+        ),
+        (
+            s.thread(0).unwrap_err(),
+            "get_thread",
+            json!({ "thread": 0 }),
+        ),
+        (
+            s.get_digest("msg_1").unwrap_err(),
+            "get_digest",
+            json!({ "thread": "msg_1" }),
+        ),
+        (
+            s.events(Some("th_"), None).unwrap_err(),
+            "get_events",
+            json!({ "thread": "th_" }),
+        ),
+        (
+            s.search("one two", Some("x"), None).unwrap_err(),
+            "search",
+            json!({ "q": "one two", "thread": "x" }),
+        ),
+        (
+            s.release("ls_x").unwrap_err(),
+            "release",
+            json!({ "lease": "ls_x" }),
+        ),
+        (
+            s.leases(Some("a//b"), None).unwrap_err(),
+            "get_leases",
+            json!({ "resource": "a//b" }),
+        ),
+        (
+            s.clone()
+                .with_extension("no spaces")
+                .inbox(None)
+                .unwrap_err(),
+            "get_inbox",
+            json!({ "extension": "no spaces" }),
+        ),
     ] {
         let json = w.forum.call(Some(&w.alice), op, &args).unwrap_err();
         assert_eq!(typed.refusal(), json.refusal(), "{op} {args}");
     }
+    // Without the listen profile, a wait is an unknown argument both ways.
+    let still = Forum::in_memory(Config::from_json(&json!({ "profiles": [] })).unwrap()).unwrap();
+    let token = still
+        .create_token(&TokenSpec::llm("x", &[Right::Read]))
+        .unwrap();
+    let typed = still
+        .session(&token)
+        .inbox_wait(None, std::time::Duration::from_millis(5))
+        .unwrap_err();
+    let json = still
+        .call(Some(&token), "get_inbox", &json!({ "wait_ms": 5 }))
+        .unwrap_err();
+    assert_eq!(typed.refusal(), json.refusal());
+    assert_eq!(json.refusal().unwrap().field.as_deref(), Some("wait_ms"));
     // Without the profile, `get_claim` is an unknown operation both ways.
     let plain =
         Forum::in_memory(Config::from_json(&json!({ "profiles": ["listen"] })).unwrap()).unwrap();

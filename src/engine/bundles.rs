@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::claims;
 use super::post::{Applied, PostJob, Poster};
-use super::read::{bad_arg, only};
+use super::requests::{bad_arg, only, Args, GetClaim};
 use super::tokens::{presented, Caller, Right};
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
@@ -18,12 +18,8 @@ use crate::store::WriteTx;
 impl Forum {
     /// `export_claim` (`claim`), needs `read`: `{ "bundle": <DSSE envelope> }` of
     /// the claim as `get_claim` shows it now, exported at the engine's clock.
-    pub(crate) fn export_claim(
-        &self,
-        token: Option<&str>,
-        args: &Map<String, Value>,
-    ) -> Result<Value> {
-        let claim = self.get_claim(token, args)?.json();
+    pub(crate) fn export_claim(&self, token: Option<&str>, req: &Args<GetClaim>) -> Result<Value> {
+        let claim = self.get_claim(token, req)?.json();
         let at = crate::time::format(self.now());
         let bundle = export_bundle(&self.realm_secret, &self.config.realm, &claim, &at);
         Ok(json!({ "bundle": bundle }))

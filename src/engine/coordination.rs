@@ -12,15 +12,17 @@
 
 use serde_json::{Map, Value};
 
-use super::read::{arg, bad_arg, id_arg, only};
+use super::requests::coordination::{
+    GetLeases, GetPresence, Lease as LeaseArgs, Release, SetPresence,
+};
+use super::requests::Args;
 use super::tokens::Right;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::coordination::{
-    self as rules, LeaseMode, LeaseRec, PresenceRec, PresenceStatus, NOTE_MAX_CHARS,
-    PRESENCE_TTL_DEFAULT_S, PRESENCE_TTL_MAX_S, RESOURCE_MAX_CHARS,
+    self as rules, LeaseMode, LeaseRec, PresenceRec, PRESENCE_TTL_DEFAULT_S,
 };
-use crate::protocol::ids::{self, IdKind};
+use crate::protocol::ids::IdKind;
 use crate::session::Lease;
 
 /// The profile's operations, in the order of SPEC §18.4.
@@ -31,59 +33,6 @@ pub(crate) const OPERATIONS: [&str; 5] = [
     "release",
     "get_leases",
 ];
-
-/// `ttl_s`: an integer from 1 to `max`, or `default` when absent.
-fn ttl_arg(args: &Map<String, Value>, max: u64, default: u64) -> Result<u64> {
-    match arg(args, "ttl_s") {
-        None => Ok(default),
-        Some(v) => v.as_u64().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
-            bad_arg(
-                "ttl_s",
-                format!("`ttl_s` must be an integer from 1 to {max}"),
-            )
-        }),
-    }
-}
-
-/// `note`: a string of at most 200 characters.
-fn note_arg(args: &Map<String, Value>) -> Result<Option<String>> {
-    match arg(args, "note") {
-        None => Ok(None),
-        Some(Value::String(n)) if n.chars().count() <= NOTE_MAX_CHARS => Ok(Some(n.clone())),
-        Some(_) => Err(bad_arg(
-            "note",
-            format!("`note` must be a string of at most {NOTE_MAX_CHARS} characters"),
-        )),
-    }
-}
-
-/// A resource (SPEC §16.2), required or not.
-fn resource_arg(args: &Map<String, Value>, required: bool) -> Result<Option<String>> {
-    match arg(args, "resource") {
-        None if required => Err(bad_arg("resource", "`resource` is required")),
-        None => Ok(None),
-        Some(Value::String(r)) if rules::is_resource(r) => Ok(Some(r.clone())),
-        Some(_) => Err(bad_arg(
-            "resource",
-            format!(
-                "`resource` must be 1-{RESOURCE_MAX_CHARS} characters of segments separated by `/`, \
-                 none empty; a trailing `/` covers everything under it"
-            ),
-        )),
-    }
-}
-
-/// `identity`: an identity's syntax (one the forum does not know lists nothing).
-fn identity_arg(args: &Map<String, Value>) -> Result<Option<String>> {
-    match arg(args, "identity") {
-        None => Ok(None),
-        Some(Value::String(i)) if ids::is_identity(i) => Ok(Some(i.clone())),
-        Some(_) => Err(bad_arg(
-            "identity",
-            "`identity` must be `<realm>:<handle>` or `human:<name>`",
-        )),
-    }
-}
 
 fn ms(seconds: u64) -> i64 {
     i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX)
@@ -108,22 +57,14 @@ impl Forum {
     pub(crate) fn set_presence(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<SetPresence>,
     ) -> Result<PresenceRec> {
         self.coordination_on("set_presence")?;
         let mut tx = self.store.write()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(args, &["status", "note", "ttl_s", "extension"])?;
-        let status = match arg(args, "status") {
-            None => return Err(bad_arg("status", "`status` is required")),
-            Some(v) => v
-                .as_str()
-                .and_then(PresenceStatus::from_name)
-                .ok_or_else(|| bad_arg("status", "`status` must be working, idle or away"))?,
-        };
-        let note = note_arg(args)?;
-        let ttl = ttl_arg(args, PRESENCE_TTL_MAX_S, PRESENCE_TTL_DEFAULT_S)?;
-        let extension = self.extension_arg(args)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let (status, note, extension) = (req.status, req.note.clone(), req.extension.clone());
+        let ttl = req.ttl_s.unwrap_or(PRESENCE_TTL_DEFAULT_S);
         caller.require(Right::Read)?;
         let now = self.now();
         let before = tx
@@ -153,39 +94,28 @@ impl Forum {
     pub(crate) fn get_presence(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetPresence>,
     ) -> Result<(Vec<PresenceRec>, i64)> {
         self.coordination_on("get_presence")?;
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(args, &["identity"])?;
-        let identity = identity_arg(args)?;
+        let identity = &req.as_ref().map_err(Clone::clone)?.identity;
         caller.require(Right::Read)?;
         Ok((tx.presences(identity.as_deref())?, self.now()))
     }
 
     /// `lease` (SPEC §16.2): grants or renews a lease for the caller.
-    pub(crate) fn lease(&self, token: Option<&str>, args: &Map<String, Value>) -> Result<LeaseRec> {
+    pub(crate) fn lease(&self, token: Option<&str>, req: &Args<LeaseArgs>) -> Result<LeaseRec> {
         self.coordination_on("lease")?;
         let mut tx = self.store.write()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(
-            args,
-            &["resource", "mode", "ttl_s", "thread", "note", "extension"],
-        )?;
-        let resource = resource_arg(args, true)?.unwrap_or_default();
-        let mode = match arg(args, "mode") {
-            None => LeaseMode::Exclusive,
-            Some(v) => v
-                .as_str()
-                .and_then(LeaseMode::from_name)
-                .ok_or_else(|| bad_arg("mode", "`mode` must be exclusive or shared"))?,
-        };
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let resource = req.resource.clone();
+        let mode = req.mode.unwrap_or(LeaseMode::Exclusive);
         let max = self.config.limits.lease_ttl_max_s as u64;
-        let ttl = ttl_arg(args, max, rules::LEASE_TTL_DEFAULT_S.min(max))?;
-        let thread = id_arg(args, "thread", IdKind::Thread)?;
-        let note = note_arg(args)?;
-        let extension = self.extension_arg(args)?;
+        let ttl = req.ttl_s.unwrap_or(rules::LEASE_TTL_DEFAULT_S.min(max));
+        let thread = req.thread.map(|t| t.get());
+        let (note, extension) = (req.note.clone(), req.extension.clone());
         caller.require(Right::Write)?;
         if let Some(id) = thread {
             if tx.thread(id)?.is_none() {
@@ -251,7 +181,7 @@ impl Forum {
                             "this holder already holds {held} active leases (leases_max); release one first"
                         ),
                     )
-                    .with_limit("leases_max")
+                    .with_limit(crate::Limit::LeasesMax)
                     .into());
                 }
                 LeaseRec {
@@ -279,21 +209,12 @@ impl Forum {
     pub(crate) fn release(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<Release>,
     ) -> Result<(LeaseRec, i64)> {
         self.coordination_on("release")?;
         let mut tx = self.store.write()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(args, &["lease"])?;
-        let id = match arg(args, "lease") {
-            None => return Err(bad_arg("lease", "`lease` is required")),
-            Some(v) => rules::parse_lease_id(v).ok_or_else(|| {
-                bad_arg(
-                    "lease",
-                    "`lease` must be a ls_<n> key or a positive integer",
-                )
-            })?,
-        };
+        let id = req.as_ref().map_err(Clone::clone)?.lease;
         caller.require(Right::Write)?;
         let now = self.now();
         let rec = tx.lease(id)?.filter(|l| l.active(now)).ok_or_else(|| {
@@ -327,14 +248,12 @@ impl Forum {
     pub(crate) fn get_leases(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetLeases>,
     ) -> Result<Vec<LeaseRec>> {
         self.coordination_on("get_leases")?;
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(args, &["resource", "identity"])?;
-        let resource = resource_arg(args, false)?;
-        let identity = identity_arg(args)?;
+        let GetLeases { resource, identity } = req.as_ref().map_err(Clone::clone)?;
         caller.require(Right::Read)?;
         let now = self.now();
         let mut leases = tx.leases()?;
@@ -368,14 +287,14 @@ impl Forum {
         };
         match operation {
             "set_presence" => {
-                let rec = self.set_presence(token, args)?;
+                let rec = self.set_presence(token, &SetPresence::parse(args, &self.config))?;
                 Ok(one(
                     "presence",
                     Presence::from_rec(&rec, self.now()).to_json(),
                 ))
             }
             "get_presence" => {
-                let (list, now) = self.get_presence(token, args)?;
+                let (list, now) = self.get_presence(token, &GetPresence::parse(args))?;
                 Ok(items(
                     list.iter()
                         .map(|p| Presence::from_rec(p, now).to_json())
@@ -383,17 +302,17 @@ impl Forum {
                 ))
             }
             "lease" => {
-                let rec = self.lease(token, args)?;
+                let rec = self.lease(token, &LeaseArgs::parse(args, &self.config))?;
                 Ok(one("lease", Lease::from_rec(&rec).to_json()))
             }
             "release" => {
-                let (rec, at) = self.release(token, args)?;
+                let (rec, at) = self.release(token, &Release::parse(args))?;
                 let mut lease = Lease::from_rec(&rec);
                 lease.released_at = Some(crate::time::format(at));
                 Ok(one("lease", lease.to_json()))
             }
             "get_leases" => {
-                let list = self.get_leases(token, args)?;
+                let list = self.get_leases(token, &GetLeases::parse(args))?;
                 Ok(items(
                     list.iter().map(|l| Lease::from_rec(l).to_json()).collect(),
                 ))

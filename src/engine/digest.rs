@@ -5,9 +5,9 @@
 //! returns (at most 17) and the claims it lists (at most 10) are read whole. So a
 //! digest of a long thread costs a fraction of `get_thread` of it.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::read;
+use super::requests::{Args, GetThread};
 use super::tokens::Right;
 use super::view;
 use super::Forum;
@@ -122,13 +122,11 @@ impl Forum {
     pub(crate) fn digest_records(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetThread>,
     ) -> Result<DigestRecs> {
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
-        read::only(args, &["thread"])?;
-        let id = read::id_arg(args, "thread", IdKind::Thread)?
-            .ok_or_else(|| read::bad_arg("thread", "`thread` is required"))?;
+        let id = req.as_ref().map_err(Clone::clone)?.thread.get();
         caller.require(Right::Read)?;
         let thread = tx.thread(id)?.ok_or_else(|| not_found(id))?;
         let expected = usize::try_from(thread.message_count).unwrap_or(usize::MAX);
@@ -161,12 +159,8 @@ impl Forum {
     }
 
     /// `get_digest` as JSON.
-    pub(crate) fn get_digest(
-        &self,
-        token: Option<&str>,
-        args: &Map<String, Value>,
-    ) -> Result<Value> {
-        let d = self.digest_records(token, args)?;
+    pub(crate) fn get_digest(&self, token: Option<&str>, req: &Args<GetThread>) -> Result<Value> {
+        let d = self.digest_records(token, req)?;
         let message = |m: MessageRec| Value::Object(view::message_owned(m));
         let list = |ms: Vec<MessageRec>| Value::Array(ms.into_iter().map(message).collect());
         Ok(view::object([

@@ -13,8 +13,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
-
 use super::read::Listing;
 use super::Forum;
 use crate::error::{Reason, Refusal, Result};
@@ -198,7 +196,7 @@ pub(crate) const WAITING_READS: [&str; 4] =
 fn bad_wait(message: String) -> Refusal {
     Refusal::new(Reason::InvalidArgument, message)
         .with_field("wait_ms")
-        .with_limit("wait_max_ms")
+        .with_limit(crate::Limit::WaitMaxMs)
 }
 
 impl Forum {
@@ -231,32 +229,27 @@ impl Forum {
         self.watch.close();
     }
 
-    /// Runs `read` (a read of [`WAITING_READS`]) with `args`, waiting up to the
-    /// `wait_ms` they carry for a result with at least one item (SPEC §14.2).
+    /// Runs `read` (a read of [`WAITING_READS`]), waiting up to `wait` ms (its
+    /// request's `wait_ms`, which only the listen profile takes) for a result
+    /// with at least one item (SPEC §14.2).
     pub(crate) fn wait_for_items<T>(
         &self,
-        args: &Map<String, Value>,
-        read: impl Fn(&Map<String, Value>) -> Result<Listing<T>>,
+        wait: Option<u64>,
+        read: impl Fn() -> Result<Listing<T>>,
     ) -> Result<Listing<T>> {
-        let Some(wait) = args.get("wait_ms").filter(|_| self.config.listen) else {
-            // Without the profile, `wait_ms` stays an unknown argument of the read.
-            return read(args);
+        let Some(wait) = wait else {
+            return read();
         };
-        let mut plain = args.clone();
-        plain.remove("wait_ms");
         // Counted before the first run: a commit between it and the wait is seen.
         let seen = self.watch.lock().commits;
         let start = Instant::now();
         // The read's own checks (token, arguments, right) come first (§12.1).
-        let first = read(&plain)?;
+        let first = read()?;
         let max = self.config.limits.wait_max_ms as u64;
-        let ms = match wait {
-            Value::Null => 0,
-            v => v
-                .as_u64()
-                .filter(|ms| *ms <= max)
-                .ok_or_else(|| bad_wait(format!("`wait_ms` must be an integer from 0 to {max}")))?,
-        };
+        // `u64::MAX` stands for a `wait_ms` that was no integer at all.
+        let ms = Some(wait)
+            .filter(|ms| *ms <= max && *ms != u64::MAX)
+            .ok_or_else(|| bad_wait(format!("`wait_ms` must be an integer from 0 to {max}")))?;
         if ms == 0 || !first.items.is_empty() {
             return Ok(first);
         }
@@ -265,7 +258,7 @@ impl Forum {
         loop {
             let now = self.watch.wait_past(seen, deadline);
             let closed = self.watch.lock().closed;
-            let result = read(&plain)?;
+            let result = read()?;
             if !result.items.is_empty() || closed || Instant::now() >= deadline {
                 return Ok(result);
             }

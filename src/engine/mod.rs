@@ -11,6 +11,7 @@ mod place;
 pub(crate) mod post;
 pub(crate) mod provenance;
 pub(crate) mod read;
+pub(crate) mod requests;
 pub(crate) mod tokens;
 pub(crate) mod view;
 
@@ -22,6 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::store::{is_postgres_url, RedbStore, Store};
 use read::show;
+use requests::{GetClaim, GetEvents, GetInbox, GetMessages, GetThread, ListThreads, Search};
 use tokens::Right;
 
 /// The operations of SPEC §11, and those appended by §14 and §18.4, in the fixed
@@ -236,11 +238,11 @@ impl Forum {
     pub(crate) fn whoami(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &requests::Args<()>,
     ) -> Result<crate::session::WhoAmI> {
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
-        read::only(args, &[])?;
+        req.clone()?;
         Ok(crate::session::WhoAmI {
             identity: caller.identity.clone(),
             kind: if caller.human { "human" } else { "llm" }.to_string(),
@@ -290,14 +292,14 @@ impl Forum {
             }
             _ => return Err(Error::UnknownOperation(operation.to_string())),
         };
-        let guards = self.config.guards;
+        let (config, guards) = (&self.config, self.config.guards);
         match operation {
             "get_manifest" => {
-                read::only(args_obj, &[])?;
+                requests::only(args_obj, &[])?;
                 Ok(self.manifest())
             }
             "whoami" => {
-                let me = self.whoami(token, args_obj)?;
+                let me = self.whoami(token, &requests::only(args_obj, &[]))?;
                 Ok(json!({
                     "identity": me.identity,
                     "kind": me.kind,
@@ -307,31 +309,45 @@ impl Forum {
                 }))
             }
             "post" => self.post(token, args),
-            "get_thread" => self.get_thread(token, args_obj),
-            "list_threads" => self
-                .wait_for_items(args_obj, |a| self.list_threads(token, a))
-                .map(|l| l.json(|t| show::thread(t, guards))),
-            "get_inbox" => self
-                .wait_for_items(args_obj, |a| self.get_inbox(token, a))
-                .map(|l| l.json(|w| show::waiting(w, guards))),
-            "get_events" => self
-                .wait_for_items(args_obj, |a| self.get_events(token, a))
-                .map(|l| l.json(show::event)),
-            "get_messages" => self
-                .wait_for_items(args_obj, |a| self.get_messages(token, a))
-                .map(|l| l.json(show::message)),
+            "get_thread" => self.get_thread(token, &GetThread::parse(args_obj)),
+            "list_threads" => {
+                let req = ListThreads::parse(args_obj, config);
+                let wait = req.as_ref().ok().and_then(|r| r.wait);
+                self.wait_for_items(wait, || self.list_threads(token, &req))
+                    .map(|l| l.json(|t| show::thread(t, guards)))
+            }
+            "get_inbox" => {
+                let req = GetInbox::parse(args_obj, config);
+                let wait = req.as_ref().ok().and_then(|r| r.wait);
+                self.wait_for_items(wait, || self.get_inbox(token, &req))
+                    .map(|l| l.json(|w| show::waiting(w, guards)))
+            }
+            "get_events" => {
+                let req = GetEvents::parse(args_obj, config);
+                let wait = req.as_ref().ok().and_then(|r| r.wait);
+                self.wait_for_items(wait, || self.get_events(token, &req))
+                    .map(|l| l.json(show::event))
+            }
+            "get_messages" => {
+                let req = GetMessages::parse(args_obj, config);
+                let wait = req.as_ref().ok().and_then(|r| r.wait);
+                self.wait_for_items(wait, || self.get_messages(token, &req))
+                    .map(|l| l.json(show::message))
+            }
             "search" => self
-                .search(token, args_obj)
+                .search(token, &Search::parse(args_obj, config))
                 .map(|l| l.json(|h| show::hit(h, guards))),
-            "get_claim" => self.get_claim(token, args_obj).map(|c| c.json()),
-            "get_digest" => self.get_digest(token, args_obj),
+            "get_claim" => self
+                .get_claim(token, &GetClaim::parse(args_obj))
+                .map(|c| c.json()),
+            "get_digest" => self.get_digest(token, &GetThread::parse(args_obj)),
             // Without the dialectic profile there are no claims to carry, and the
             // two are unknown, as `get_claim` is (§10); with it and the provenance
             // profile off they are refused like the profile's artifact operations.
             "export_claim" | "import_claim" if self.config.dialectic => {
                 self.provenance_on(operation)?;
                 if operation == "export_claim" {
-                    self.export_claim(token, args_obj)
+                    self.export_claim(token, &GetClaim::parse(args_obj))
                 } else {
                     self.import_claim(token, args_obj)
                 }

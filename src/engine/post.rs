@@ -199,7 +199,7 @@ impl Forum {
                 Reason::RateLimited,
                 format!("at most {per_minute} writes per minute"),
             )
-            .with_limit("writes_per_minute");
+            .with_limit(crate::Limit::WritesPerMinute);
             refusal.retry_after_ms = Some((oldest_counted + 60_000 - now).max(1) as u64);
             return Err(refusal.into());
         }

@@ -8,11 +8,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::read::{arg, bad_arg, only};
+use super::requests::provenance::GetArtifact;
+use super::requests::Args;
 use super::tokens::Right;
 use super::Forum;
 use crate::error::{Reason, Refusal, Result};
-use crate::protocol::artifact::{self, decode_artifact, ArtifactRec};
+use crate::protocol::artifact::{self, decode_artifact, ArtifactRec, DecodedArtifact};
 use crate::protocol::evidence::{Evidence, EvidenceKind};
 use crate::session::Artifact;
 use crate::store::ReadTx;
@@ -73,11 +74,15 @@ impl Forum {
     }
 
     /// `put_artifact` (SPEC §18.1): stores the bytes once, under their SHA-256.
-    pub(crate) fn put_artifact(&self, token: Option<&str>, args: &Value) -> Result<Artifact> {
+    pub(crate) fn put_artifact(
+        &self,
+        token: Option<&str>,
+        req: Result<DecodedArtifact>,
+    ) -> Result<Artifact> {
         self.provenance_on("put_artifact")?;
         let mut tx = self.store.write()?;
         let caller = self.authenticate(&*tx, token)?;
-        let decoded = decode_artifact(args)?;
+        let decoded = req?;
         caller.require(Right::Write)?;
         let max = self.config.limits.artifact_max_bytes;
         if decoded.content.len() > max {
@@ -89,7 +94,7 @@ impl Forum {
                 ),
             )
             .with_field("content_base64")
-            .with_limit("artifact_max_bytes")
+            .with_limit(crate::Limit::ArtifactMaxBytes)
             .into());
         }
         let digest = artifact::digest(&decoded.content);
@@ -111,26 +116,15 @@ impl Forum {
     pub(crate) fn get_artifact(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetArtifact>,
     ) -> Result<(Artifact, Vec<u8>)> {
         self.provenance_on("get_artifact")?;
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
-        only(args, &["ref"])?;
-        let reference = match arg(args, "ref") {
-            None => return Err(bad_arg("ref", "`ref` is required")),
-            Some(Value::String(r)) => r.as_str(),
-            Some(_) => return Err(bad_arg("ref", "`ref` must be a string")),
-        };
-        let digest = artifact::parse_reference(reference).ok_or_else(|| {
-            bad_arg(
-                "ref",
-                "`ref` must be `sha256:` followed by 64 lowercase hex digits",
-            )
-        })?;
+        let GetArtifact { reference, digest } = req.as_ref().map_err(Clone::clone)?;
         caller.require(Right::Read)?;
-        let rec = tx.artifact(&digest)?.ok_or_else(|| not_found(reference))?;
-        Ok((Artifact::from_rec(&digest, &rec), rec.content))
+        let rec = tx.artifact(digest)?.ok_or_else(|| not_found(reference))?;
+        Ok((Artifact::from_rec(digest, &rec), rec.content))
     }
 
     /// The generic call's JSON of the artifact operations.
@@ -142,13 +136,14 @@ impl Forum {
     ) -> Result<Value> {
         match operation {
             "put_artifact" => {
-                let artifact = self.put_artifact(token, args)?;
+                let artifact = self.put_artifact(token, decode_artifact(args))?;
                 Ok(json!({ "artifact": artifact.to_json() }))
             }
             _ => {
                 let empty = Map::new();
                 let args = args.as_object().unwrap_or(&empty);
-                let (artifact, content) = self.get_artifact(token, args)?;
+                let req = GetArtifact::parse(args);
+                let (artifact, content) = self.get_artifact(token, &req)?;
                 Ok(json!({
                     "artifact": artifact.to_json(),
                     "content_base64": artifact::encode(&content),

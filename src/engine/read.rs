@@ -7,58 +7,23 @@
 //! call shows them as JSON here, and the typed [`crate::Session`] builds its
 //! result types from the same records, without JSON in between.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::cursor::{self, Index};
+use super::requests::{
+    bad_limit, Args, Cursor, GetClaim, GetEvents, GetInbox, GetMessages, GetThread, ListThreads,
+    Search,
+};
 use super::tokens::{Caller, Right};
 use super::view;
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::protocol::decide;
-use crate::protocol::ids::{self, parse_id, IdKind};
-use crate::protocol::state::State;
+use crate::protocol::id_types::ThreadId;
+use crate::protocol::ids::IdKind;
 use crate::protocol::words;
 use crate::store::records::{EventRec, MessageRec, ThreadRec};
 use crate::store::{Flow, ReadTx};
-
-pub(crate) fn bad_arg(field: &str, message: impl Into<String>) -> Error {
-    Refusal::new(Reason::InvalidArgument, message)
-        .with_field(field)
-        .into()
-}
-
-/// Refuses any argument not in `allowed`.
-pub(crate) fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
-    for key in args.keys() {
-        if !allowed.contains(&key.as_str()) {
-            return Err(bad_arg(key, format!("unknown argument `{key}`")));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    args.get(key).filter(|v| !v.is_null())
-}
-
-pub(crate) fn id_arg(args: &Map<String, Value>, key: &str, kind: IdKind) -> Result<Option<u64>> {
-    match arg(args, key) {
-        None => Ok(None),
-        Some(v) => parse_id(kind, v).map(Some).ok_or_else(|| {
-            bad_arg(
-                key,
-                format!(
-                    "`{key}` must be a {}<n> key or a positive integer",
-                    kind.prefix()
-                ),
-            )
-        }),
-    }
-}
-
-/// Longest `q` of a search, in characters, and most words in it (SPEC §14.4).
-const QUERY_MAX_CHARS: usize = 200;
-const QUERY_MAX_WORDS: usize = 16;
 
 struct Page {
     after: u64,
@@ -95,39 +60,18 @@ impl Forum {
         self.authenticate(tx, token)
     }
 
-    fn page(&self, args: &Map<String, Value>, index: Index) -> Result<Page> {
+    /// The page a list read returns: `limit` (checked again here, for the typed
+    /// API) and the position after `since`, decoded with the forum's key.
+    fn page(&self, limit: Option<usize>, since: Option<&Cursor>, index: Index) -> Result<Page> {
         let limits = &self.config.limits;
-        let limit = match arg(args, "limit") {
+        let limit = match limit {
             None => limits.page_default,
-            Some(v) => {
-                let n = v
-                    .as_u64()
-                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
-                match n {
-                    Some(n) if n >= 1 && n as usize <= limits.page_max => n as usize,
-                    _ => {
-                        return Err(Refusal::new(
-                            Reason::InvalidArgument,
-                            format!("`limit` must be an integer from 1 to {}", limits.page_max),
-                        )
-                        .with_field("limit")
-                        .with_limit("page_max")
-                        .into())
-                    }
-                }
-            }
+            Some(n) if n >= 1 && n <= limits.page_max => n,
+            Some(_) => return Err(bad_limit(&self.config).into()),
         };
-        let after = match arg(args, "since") {
+        let after = match since {
             None => 0,
-            Some(Value::String(c)) => cursor::decode(self.store.cursor_key(), index, c)?,
-            Some(_) => {
-                return Err(Refusal::new(
-                    Reason::InvalidCursor,
-                    "`since` must be a cursor string this forum issued",
-                )
-                .with_field("since")
-                .into())
-            }
+            Some(c) => cursor::decode(self.store.cursor_key(), index, &c.0)?,
         };
         Ok(Page { after, limit })
     }
@@ -148,12 +92,8 @@ impl Forum {
         }
     }
 
-    pub(crate) fn get_thread(
-        &self,
-        token: Option<&str>,
-        args: &Map<String, Value>,
-    ) -> Result<Value> {
-        let (thread, messages) = self.thread_records(token, args)?;
+    pub(crate) fn get_thread(&self, token: Option<&str>, req: &Args<GetThread>) -> Result<Value> {
+        let (thread, messages) = self.thread_records(token, req)?;
         Ok(view::object([
             ("thread", view::thread(&thread, self.config.guards)),
             ("messages", Value::Array(json_tree(messages))),
@@ -164,13 +104,11 @@ impl Forum {
     pub(crate) fn thread_records(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetThread>,
     ) -> Result<(ThreadRec, Vec<MessageRec>)> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["thread"])?;
-        let id = id_arg(args, "thread", IdKind::Thread)?
-            .ok_or_else(|| bad_arg("thread", "`thread` is required"))?;
+        let id = req.as_ref().map_err(Clone::clone)?.thread.get();
         caller.require(Right::Read)?;
         let thread = tx.thread(id)?.ok_or_else(|| {
             Error::from(Refusal::new(
@@ -187,20 +125,13 @@ impl Forum {
     pub(crate) fn list_threads(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<ListThreads>,
     ) -> Result<Listing<ThreadRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["state", "since", "limit"])?;
-        let state = match arg(args, "state") {
-            None => None,
-            Some(v) => Some(
-                v.as_str()
-                    .and_then(State::from_name)
-                    .ok_or_else(|| bad_arg("state", "`state` must be one of open, answered, decided, closed, deferred, obsolete, rejected"))?,
-            ),
-        };
-        let page = self.page(args, Index::Threads)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let state = req.state;
+        let page = self.page(req.limit, req.since.as_ref(), Index::Threads)?;
         caller.require(Right::Read)?;
         let mut found = Vec::new();
         tx.scan_activity(state, page.after, &mut |pos, thread| {
@@ -224,13 +155,13 @@ impl Forum {
     pub(crate) fn get_inbox(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetInbox>,
     ) -> Result<Listing<(ThreadRec, MessageRec)>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["since", "extension", "limit"])?;
-        let extension = self.extension_arg(args)?;
-        let page = self.page(args, Index::Inbox)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let extension = &req.extension;
+        let page = self.page(req.limit, req.since.as_ref(), Index::Inbox)?;
         caller.require(Right::Read)?;
 
         // The caller's own turns and, with `write`, the open ones ("*"): two ordered
@@ -246,13 +177,13 @@ impl Forum {
                 let Some(thread) = tx.thread(thread_id)? else {
                     return Ok(Flow::Continue);
                 };
-                if !decide::turn_is_current(&thread, pos, &extension) {
+                if !decide::turn_is_current(&thread, pos, extension) {
                     return Ok(Flow::Continue);
                 }
                 let Some(message) = tx.message(pos)? else {
                     return Ok(Flow::Continue);
                 };
-                if decide::own_turn(&message, &caller.identity, &extension) {
+                if decide::own_turn(&message, &caller.identity, extension) {
                     return Ok(Flow::Continue);
                 }
                 accepted.push((pos, (thread, message)));
@@ -269,33 +200,17 @@ impl Forum {
         Ok(self.listing(items, &positions, more, Index::Inbox, end))
     }
 
-    /// `extension` of a read: the caller's sub-agent, or `None`.
-    pub(crate) fn extension_arg(&self, args: &Map<String, Value>) -> Result<Option<String>> {
-        match arg(args, "extension") {
-            None => Ok(None),
-            Some(Value::String(e))
-                if ids::is_extension(e, self.config.limits.extension_max_chars) =>
-            {
-                Ok(Some(e.clone()))
-            }
-            Some(_) => Err(bad_arg(
-                "extension",
-                "`extension` is 1-64 characters of [A-Za-z0-9._-]",
-            )),
-        }
-    }
-
     /// `get_events`: event records.
     pub(crate) fn get_events(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetEvents>,
     ) -> Result<Listing<EventRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["thread", "since", "limit"])?;
-        let thread = id_arg(args, "thread", IdKind::Thread)?;
-        let page = self.page(args, Index::Events)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let thread = req.thread.map(ThreadId::get);
+        let page = self.page(req.limit, req.since.as_ref(), Index::Events)?;
         caller.require(Right::Read)?;
         thread_exists(&*tx, thread)?;
         let mut ids = Vec::new();
@@ -319,13 +234,13 @@ impl Forum {
     pub(crate) fn get_messages(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetMessages>,
     ) -> Result<Listing<MessageRec>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["thread", "since", "limit"])?;
-        let thread = id_arg(args, "thread", IdKind::Thread)?;
-        let page = self.page(args, Index::Messages)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let thread = req.thread.map(ThreadId::get);
+        let page = self.page(req.limit, req.since.as_ref(), Index::Messages)?;
         caller.require(Right::Read)?;
         thread_exists(&*tx, thread)?;
         let mut ids = Vec::new();
@@ -349,33 +264,19 @@ impl Forum {
     pub(crate) fn search(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<Search>,
     ) -> Result<Listing<(MessageRec, ThreadRec)>> {
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["q", "thread", "since", "limit"])?;
-        let q = match arg(args, "q") {
-            None => return Err(bad_arg("q", "`q` is required")),
-            Some(Value::String(q)) => q,
-            Some(_) => return Err(bad_arg("q", "`q` must be a string")),
-        };
-        let count = words::split(q).len();
-        if q.chars().count() > QUERY_MAX_CHARS || !(1..=QUERY_MAX_WORDS).contains(&count) {
-            return Err(bad_arg(
-                "q",
-                format!(
-                    "`q` is at most {QUERY_MAX_CHARS} characters holding 1 to {QUERY_MAX_WORDS} words (letters, marks, digits)"
-                ),
-            ));
-        }
-        let query = words::distinct(q);
-        let thread = id_arg(args, "thread", IdKind::Thread)?;
-        let page = self.page(args, Index::Search)?;
+        let req = req.as_ref().map_err(Clone::clone)?;
+        let query = words::distinct(&req.q);
+        let thread = req.thread.map(ThreadId::get);
+        let page = self.page(req.limit, req.since.as_ref(), Index::Search)?;
         caller.require(Right::Read)?;
         thread_exists(&*tx, thread)?;
         // Newest first: a cursor is the oldest match returned, and the next page
         // starts below it.
-        let before = if arg(args, "since").is_some() {
+        let before = if req.since.is_some() {
             page.after
         } else {
             u64::MAX
@@ -403,7 +304,7 @@ impl Forum {
     pub(crate) fn get_claim(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<GetClaim>,
     ) -> Result<super::claims::ClaimParts> {
         // Without the dialectic profile the operation does not exist (§10).
         if !self.config.dialectic {
@@ -411,9 +312,7 @@ impl Forum {
         }
         let tx = self.store.read()?;
         let caller = self.reader(&*tx, token)?;
-        only(args, &["claim"])?;
-        let id = id_arg(args, "claim", IdKind::Claim)?
-            .ok_or_else(|| bad_arg("claim", "`claim` is required"))?;
+        let id = req.as_ref().map_err(Clone::clone)?.claim.get();
         caller.require(Right::Read)?;
         super::claims::parts(&*tx, id, self.now(), self.shown_quorum())
     }

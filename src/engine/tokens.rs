@@ -320,7 +320,7 @@ impl Caller {
                 Reason::TokenRightMissing,
                 format!("this token lacks the `{}` right", right.as_str()),
             )
-            .with_right(right.as_str()))
+            .with_right(right))
         }
     }
 }

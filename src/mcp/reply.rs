@@ -169,7 +169,7 @@ fn too_large(probe: Option<Probe>, size: usize, limit: usize) -> Option<McpReply
         Reason::PayloadTooLarge,
         format!("the request has {size} bytes; at most {limit} are accepted"),
     )
-    .with_limit("request_max_bytes");
+    .with_limit(crate::Limit::RequestMaxBytes);
     let error = RpcError::new(INVALID_REQUEST, format!("Request too large: {refusal}"))
         .with_data(refusal.to_json());
     Some(McpReply::error(&id, &error))

@@ -77,14 +77,7 @@ pub fn decode_artifact(args: &Value) -> Result<DecodedArtifact> {
     let media_type = match args.get("media_type").filter(|v| !v.is_null()) {
         None => DEFAULT_MEDIA_TYPE.to_string(),
         Some(Value::String(m)) if is_media_type(m) => m.clone(),
-        Some(_) => {
-            return Err(bad(
-                "media_type",
-                format!(
-                    "`media_type` must be a string of 1-{MEDIA_TYPE_MAX_CHARS} characters, no control characters"
-                ),
-            ))
-        }
+        Some(_) => return Err(bad_media_type()),
     };
     Ok(DecodedArtifact {
         content,
@@ -94,6 +87,29 @@ pub fn decode_artifact(args: &Value) -> Result<DecodedArtifact> {
 
 /// A media type: 1 to 100 characters, none a control character (it is shown in
 /// views and headers as given).
+fn bad_media_type() -> Error {
+    bad(
+        "media_type",
+        format!(
+            "`media_type` must be a string of 1-{MEDIA_TYPE_MAX_CHARS} characters, no control characters"
+        ),
+    )
+}
+
+/// The artifact the typed API stores: `content`, and `media_type` checked as
+/// [`decode_artifact`] checks it.
+pub(crate) fn typed_artifact(content: &[u8], media_type: Option<&str>) -> Result<DecodedArtifact> {
+    let media_type = match media_type {
+        None => DEFAULT_MEDIA_TYPE.to_string(),
+        Some(m) if is_media_type(m) => m.to_string(),
+        Some(_) => return Err(bad_media_type()),
+    };
+    Ok(DecodedArtifact {
+        content: content.to_vec(),
+        media_type,
+    })
+}
+
 fn is_media_type(text: &str) -> bool {
     let n = text.chars().count();
     (1..=MEDIA_TYPE_MAX_CHARS).contains(&n) && !text.chars().any(char::is_control)

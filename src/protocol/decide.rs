@@ -254,7 +254,7 @@ fn check_guards(
                 state.since_progress
             ),
         )
-        .with_limit("progress_max_messages"));
+        .with_limit(crate::Limit::ProgressMaxMessages));
     }
     Ok(())
 }
@@ -359,7 +359,7 @@ fn check_limits(limits: &Limits, place: &Place) -> Decided<()> {
                 limits.thread_max_messages
             ),
         )
-        .with_limit("thread_max_messages"));
+        .with_limit(crate::Limit::ThreadMaxMessages));
     }
     let depth = place.parent.as_ref().map_or(0, |p| p.depth as usize + 1);
     if depth > limits.thread_max_depth {
@@ -370,7 +370,7 @@ fn check_limits(limits: &Limits, place: &Place) -> Decided<()> {
                 limits.thread_max_depth
             ),
         )
-        .with_limit("thread_max_depth"));
+        .with_limit(crate::Limit::ThreadMaxDepth));
     }
     Ok(())
 }

@@ -285,7 +285,7 @@ fn check_body<'a>(obj: &'a Map<String, Value>, limits: &Limits) -> Result<&'a st
             ),
         )
         .with_field("body")
-        .with_limit("body_max_chars"));
+        .with_limit(crate::Limit::BodyMaxChars));
     }
     Ok(body)
 }
@@ -378,7 +378,7 @@ fn check_provenance(
                     limits.provenance_max_chars
                 ),
             )
-            .with_limit("provenance_max_chars"));
+            .with_limit(crate::Limit::ProvenanceMaxChars));
         }
         kept.insert(key.clone(), value.clone());
     }
@@ -401,7 +401,7 @@ fn check_evidence(
             "evidence",
             format!("at most {} evidence items", limits.evidence_max),
         )
-        .with_limit("evidence_max"));
+        .with_limit(crate::Limit::EvidenceMax));
     }
     if list.is_empty() && matches!(act, Act::Attest | Act::Refute) {
         return Err(invalid(
@@ -428,7 +428,7 @@ fn check_supersedes(obj: &Map<String, Value>, limits: &Limits) -> Result<Vec<u64
             "supersedes",
             format!("at most {} superseded claims", limits.supersedes_max),
         )
-        .with_limit("supersedes_max"));
+        .with_limit(crate::Limit::SupersedesMax));
     }
     let mut ids = Vec::with_capacity(list.len());
     for item in list {

@@ -62,9 +62,14 @@ fn positive(digits: &str) -> Option<u64> {
 pub(crate) fn parse_id(kind: IdKind, value: &Value) -> Option<u64> {
     match value {
         Value::Number(n) => n.as_u64().filter(|n| *n > 0),
-        Value::String(s) => positive(s.strip_prefix(kind.prefix()).unwrap_or(s)),
+        Value::String(s) => parse_id_str(kind, s),
         _ => None,
     }
+}
+
+/// Reads an id given as text: its key (`"th_12"`) or a decimal string (`"12"`).
+pub(crate) fn parse_id_str(kind: IdKind, text: &str) -> Option<u64> {
+    positive(text.strip_prefix(kind.prefix()).unwrap_or(text))
 }
 
 /// A handle or human name: 1–64 characters of `[a-z0-9._-]`, starting with a

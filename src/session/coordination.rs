@@ -5,7 +5,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::types::Author;
-use super::{args, Session};
+use super::Session;
+use crate::engine::requests::coordination::{
+    GetLeases, GetPresence, Lease as LeaseArgs, Release, SetPresence,
+};
+use crate::engine::requests::id_of;
 use crate::error::Result;
 use crate::protocol::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
 use crate::protocol::ids::IdKind;
@@ -132,20 +136,27 @@ impl Session<'_> {
         note: Option<&str>,
         ttl_s: Option<u64>,
     ) -> Result<Presence> {
-        let a = args(json!({
-            "status": status.as_str(), "note": note, "ttl_s": ttl_s, "extension": self.extension,
-        }));
         let f = self.forum;
-        f.guarded(|| f.set_presence(self.token(), &a))
+        let req = SetPresence {
+            status,
+            note: note.map(str::to_string),
+            ttl_s,
+            extension: self.extension.clone(),
+        };
+        let req = req.check(&f.config).map(|()| req);
+        f.guarded(|| f.set_presence(self.token(), &req))
             .map(|p| Presence::from_rec(&p, f.now()))
     }
 
     /// The presence of every (identity, extension) that ever set one, or of one
     /// identity's.
     pub fn presence(&self, identity: Option<&str>) -> Result<Vec<Presence>> {
-        let a = args(json!({ "identity": identity }));
+        let req = GetPresence {
+            identity: identity.map(str::to_string),
+        };
+        let req = req.check().map(|()| req);
         let f = self.forum;
-        let (items, now) = f.guarded(|| f.get_presence(self.token(), &a))?;
+        let (items, now) = f.guarded(|| f.get_presence(self.token(), &req))?;
         Ok(items.iter().map(|p| Presence::from_rec(p, now)).collect())
     }
 
@@ -153,21 +164,30 @@ impl Session<'_> {
     /// extension). Another holder's overlapping lease is refused as
     /// `lease_conflict`, whose [`crate::Refusal::leases`] names it.
     pub fn lease(&self, resource: &str, request: &LeaseRequest) -> Result<Lease> {
-        let a = args(json!({
-            "resource": resource, "mode": request.mode.map(LeaseMode::as_str),
-            "ttl_s": request.ttl_s, "thread": request.thread, "note": request.note,
-            "extension": self.extension,
-        }));
         let f = self.forum;
-        f.guarded(|| f.lease(self.token(), &a))
+        let req = LeaseArgs {
+            resource: resource.to_string(),
+            mode: request.mode,
+            ttl_s: request.ttl_s,
+            thread: None,
+            note: request.note.clone(),
+            extension: self.extension.clone(),
+        };
+        let req = req.check(&f.config).and_then(|()| {
+            // The thread's syntax is checked where the generic call checks it.
+            let thread = request.thread.as_deref();
+            let thread = thread.map(|t| id_of("thread", t)).transpose()?;
+            Ok(LeaseArgs { thread, ..req })
+        });
+        f.guarded(|| f.lease(self.token(), &req))
             .map(|l| Lease::from_rec(&l))
     }
 
     /// Ends an active lease (`ls_…` or its number).
     pub fn release(&self, lease: &str) -> Result<Lease> {
-        let a = args(json!({ "lease": lease }));
+        let req = Release::from_text(lease);
         let f = self.forum;
-        let (rec, at) = f.guarded(|| f.release(self.token(), &a))?;
+        let (rec, at) = f.guarded(|| f.release(self.token(), &req))?;
         let mut lease = Lease::from_rec(&rec);
         lease.released_at = Some(time::format(at));
         Ok(lease)
@@ -176,9 +196,13 @@ impl Session<'_> {
     /// The active leases, by id: those overlapping `resource` and/or held by
     /// `identity` when given.
     pub fn leases(&self, resource: Option<&str>, identity: Option<&str>) -> Result<Vec<Lease>> {
-        let a = args(json!({ "resource": resource, "identity": identity }));
+        let req = GetLeases {
+            resource: resource.map(str::to_string),
+            identity: identity.map(str::to_string),
+        };
+        let req = req.check().map(|()| req);
         let f = self.forum;
-        let items = f.guarded(|| f.get_leases(self.token(), &a))?;
+        let items = f.guarded(|| f.get_leases(self.token(), &req))?;
         Ok(items.iter().map(Lease::from_rec).collect())
     }
 }

@@ -10,7 +10,12 @@ mod types;
 use serde_json::{json, Map, Value};
 
 use crate::engine::read::{tree, Listing};
+use crate::engine::requests::{
+    self, Args, Cursor, GetClaim, GetEvents, GetInbox, GetMessages, GetThread, ListThreads, Search,
+};
 use crate::error::Result;
+use crate::protocol::id_types::{ClaimId, InvalidId, ThreadId};
+use crate::protocol::state::State;
 use crate::Forum;
 pub use coordination::{Lease, LeaseRequest, Presence};
 pub use provenance::{Artifact, Quorum};
@@ -145,8 +150,9 @@ pub struct Session<'f> {
     extension: Option<String>,
 }
 
-/// The arguments of a read, as the engine takes them: an object without its
-/// `null` fields (the engine treats both alike).
+/// The arguments of an operation that takes JSON still (the provenance
+/// profile's): an object without its `null` fields (the engine treats both
+/// alike).
 fn args(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(mut map) => {
@@ -155,6 +161,17 @@ fn args(value: Value) -> Map<String, Value> {
         }
         _ => Map::new(),
     }
+}
+
+/// An optional thread named in text, checked as the generic call checks
+/// `thread`.
+fn thread_opt(id: Option<&str>) -> Args<Option<ThreadId>> {
+    id.map(|id| requests::id_of("thread", id)).transpose()
+}
+
+/// A cursor given in text.
+fn cursor(since: Option<&str>) -> Option<Cursor> {
+    since.map(Cursor::from)
 }
 
 impl Forum {
@@ -207,11 +224,11 @@ impl Session<'_> {
     }
 
     /// A thread with its messages as a tree.
-    pub fn thread(&self, id: &str) -> Result<ThreadView> {
-        let a = args(json!({ "thread": id }));
+    pub fn thread(&self, id: impl TryInto<ThreadId, Error: Into<InvalidId>>) -> Result<ThreadView> {
+        let req = requests::id_of("thread", id).map(|thread| GetThread { thread });
         let (thread, messages) = self
             .forum
-            .guarded(|| self.forum.thread_records(self.token(), &a))?;
+            .guarded(|| self.forum.thread_records(self.token(), &req))?;
         Ok(ThreadView {
             thread: ThreadSummary::from_rec(&thread, self.forum.config.guards),
             messages: tree(messages, MessageView::from_rec),
@@ -220,31 +237,52 @@ impl Session<'_> {
 
     /// The thread's digest (SPEC §17): root, decision, open questions, claims, the
     /// last messages, and how many it left out.
-    pub fn get_digest(&self, id: &str) -> Result<Digest> {
-        let a = args(json!({ "thread": id }));
+    pub fn get_digest(&self, id: impl TryInto<ThreadId, Error: Into<InvalidId>>) -> Result<Digest> {
+        let req = requests::id_of("thread", id).map(|thread| GetThread { thread });
         let d = self
             .forum
-            .guarded(|| self.forum.digest_records(self.token(), &a))?;
+            .guarded(|| self.forum.digest_records(self.token(), &req))?;
         Ok(from_records::digest(d, self.forum.config.guards))
     }
 
-    /// Runs a list read that takes `wait_ms` (SPEC §14.2).
-    fn listing<R, T>(
+    /// Runs a list read that takes `wait_ms` (SPEC §14.2), waiting `wait`.
+    fn listing<Q, R, T>(
         &self,
-        a: Map<String, Value>,
-        read: impl Fn(&Forum, Option<&str>, &Map<String, Value>) -> Result<Listing<R>>,
+        req: Args<Q>,
+        wait: Option<std::time::Duration>,
+        read: impl Fn(&Forum, Option<&str>, &Args<Q>) -> Result<Listing<R>>,
         item: impl FnMut(R) -> T,
     ) -> Result<Page<T>> {
         let forum = self.forum;
+        let wait = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX - 1));
+        // Without the listen profile a wait is an unknown argument, as it is to
+        // the generic call.
+        let req = match (wait, forum.config.listen) {
+            (Some(_), false) => Err(requests::bad_arg("wait_ms", "unknown argument `wait_ms`")),
+            _ => req,
+        };
+        let wait = wait.filter(|_| req.is_ok());
         let listing =
-            forum.guarded(|| forum.wait_for_items(&a, |a| read(forum, self.token(), a)))?;
+            forum.guarded(|| forum.wait_for_items(wait, || read(forum, self.token(), &req)))?;
         Ok(Page::from_listing(listing, item))
+    }
+
+    /// The request of an inbox read, its extension checked.
+    fn inbox_request(&self, since: Option<&str>) -> Args<GetInbox> {
+        if let Some(e) = &self.extension {
+            requests::check_extension(e, &self.forum.config)?;
+        }
+        Ok(GetInbox {
+            since: cursor(since),
+            extension: self.extension.clone(),
+            ..GetInbox::default()
+        })
     }
 
     /// Threads waiting for this caller; `since` is a cursor from an earlier page.
     pub fn inbox(&self, since: Option<&str>) -> Result<Page<InboxItem>> {
-        let a = args(json!({ "since": since, "extension": self.extension }));
-        self.listing(a, Forum::get_inbox, |i| {
+        let req = self.inbox_request(since);
+        self.listing(req, None, Forum::get_inbox, |i| {
             from_records::inbox_item(i, self.forum.config.guards)
         })
     }
@@ -256,18 +294,20 @@ impl Session<'_> {
         since: Option<&str>,
         wait: std::time::Duration,
     ) -> Result<Page<InboxItem>> {
-        let a = args(json!({
-            "since": since, "extension": self.extension, "wait_ms": wait.as_millis() as u64
-        }));
-        self.listing(a, Forum::get_inbox, |i| {
+        let req = self.inbox_request(since);
+        self.listing(req, Some(wait), Forum::get_inbox, |i| {
             from_records::inbox_item(i, self.forum.config.guards)
         })
     }
 
     /// The message feed (SPEC §14.1), of one thread or of the forum, oldest first.
     pub fn messages(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<MessageView>> {
-        let a = args(json!({ "thread": thread, "since": since }));
-        self.listing(a, Forum::get_messages, from_records::message_item)
+        let req = thread_opt(thread).map(|thread| GetMessages {
+            thread,
+            since: cursor(since),
+            ..GetMessages::default()
+        });
+        self.listing(req, None, Forum::get_messages, from_records::message_item)
     }
 
     /// [`Session::messages`], waiting up to `wait` for a first new message.
@@ -277,10 +317,17 @@ impl Session<'_> {
         since: Option<&str>,
         wait: std::time::Duration,
     ) -> Result<Page<MessageView>> {
-        let a = args(json!({
-            "thread": thread, "since": since, "wait_ms": wait.as_millis() as u64
-        }));
-        self.listing(a, Forum::get_messages, from_records::message_item)
+        let req = thread_opt(thread).map(|thread| GetMessages {
+            thread,
+            since: cursor(since),
+            ..GetMessages::default()
+        });
+        self.listing(
+            req,
+            Some(wait),
+            Forum::get_messages,
+            from_records::message_item,
+        )
     }
 
     /// Messages holding every word of `q`, newest first (SPEC §14.4); `since` is
@@ -291,8 +338,17 @@ impl Session<'_> {
         thread: Option<&str>,
         since: Option<&str>,
     ) -> Result<Page<SearchHit>> {
-        let a = args(json!({ "q": q, "thread": thread, "since": since }));
-        let listing = self.forum.guarded(|| self.forum.search(self.token(), &a))?;
+        let req = requests::read::check_query(q).and_then(|()| {
+            Ok(Search {
+                q: q.to_string(),
+                thread: thread_opt(thread)?,
+                since: cursor(since),
+                limit: None,
+            })
+        });
+        let listing = self
+            .forum
+            .guarded(|| self.forum.search(self.token(), &req))?;
         Ok(Page::from_listing(listing, |h| {
             from_records::search_hit(h, self.forum.config.guards)
         }))
@@ -300,30 +356,39 @@ impl Session<'_> {
 
     /// State and claim events, of one thread or all.
     pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<EventView>> {
-        let a = args(json!({ "thread": thread, "since": since }));
-        self.listing(a, Forum::get_events, from_records::event_item)
+        let req = thread_opt(thread).map(|thread| GetEvents {
+            thread,
+            since: cursor(since),
+            ..GetEvents::default()
+        });
+        self.listing(req, None, Forum::get_events, from_records::event_item)
     }
 
     /// Thread summaries by last activity, optionally of one state.
     pub fn threads(&self, state: Option<&str>, since: Option<&str>) -> Result<Page<ThreadSummary>> {
-        let a = args(json!({ "state": state, "since": since }));
-        self.listing(a, Forum::list_threads, |t| {
+        let state = state.map(|s| State::from_name(s).ok_or_else(requests::read::bad_state));
+        let req = state.transpose().map(|state| ListThreads {
+            state,
+            since: cursor(since),
+            ..ListThreads::default()
+        });
+        self.listing(req, None, Forum::list_threads, |t| {
             from_records::thread_item(t, self.forum.config.guards)
         })
     }
 
     /// A claim and its status (dialectic profile).
-    pub fn claim(&self, id: &str) -> Result<ClaimView> {
-        let a = args(json!({ "claim": id }));
+    pub fn claim(&self, id: impl TryInto<ClaimId, Error: Into<InvalidId>>) -> Result<ClaimView> {
+        let req = requests::id_of("claim", id).map(|claim| GetClaim { claim });
         let parts = self
             .forum
-            .guarded(|| self.forum.get_claim(self.token(), &a))?;
+            .guarded(|| self.forum.get_claim(self.token(), &req))?;
         Ok(ClaimView::from_parts(&parts))
     }
 
     /// Identity, kind, rights, label and realm of the token.
     pub fn whoami(&self) -> Result<WhoAmI> {
         self.forum
-            .guarded(|| self.forum.whoami(self.token(), &Map::new()))
+            .guarded(|| self.forum.whoami(self.token(), &Ok(())))
     }
 }

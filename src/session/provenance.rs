@@ -6,8 +6,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{args, PostResult, Session};
+use crate::engine::requests::provenance::GetArtifact;
+use crate::engine::requests::{id_of, GetClaim};
 use crate::error::{Error, Result};
 use crate::protocol::artifact::{self, ArtifactRec};
+use crate::protocol::id_types::{ClaimId, InvalidId};
 use crate::provenance::Envelope;
 use crate::time;
 
@@ -59,28 +62,31 @@ impl Session<'_> {
     /// the same bytes again return the first artifact. `media_type` defaults to
     /// `application/octet-stream`.
     pub fn put_artifact(&self, content: &[u8], media_type: Option<&str>) -> Result<Artifact> {
-        let a = Value::Object(args(json!({
-            "content_base64": artifact::encode(content), "media_type": media_type,
-        })));
         let f = self.forum;
-        f.guarded(|| f.put_artifact(self.token(), &a))
+        f.guarded(|| {
+            let req = artifact::typed_artifact(content, media_type);
+            f.put_artifact(self.token(), req)
+        })
     }
 
     /// The artifact a `sha256:…` ref names, and its bytes.
     pub fn get_artifact(&self, reference: &str) -> Result<(Artifact, Vec<u8>)> {
-        let a = args(json!({ "ref": reference }));
+        let req = GetArtifact::from_text(reference);
         let f = self.forum;
-        f.guarded(|| f.get_artifact(self.token(), &a))
+        f.guarded(|| f.get_artifact(self.token(), &req))
     }
 
     /// `export_claim`: the claim `id` as a bundle (a DSSE envelope) signed with
     /// this forum's realm key. `serde_json::to_value` of it is what the generic
     /// call returns under `bundle`.
-    pub fn export_claim(&self, id: &str) -> Result<Envelope> {
-        let a = args(json!({ "claim": id }));
+    pub fn export_claim(
+        &self,
+        id: impl TryInto<ClaimId, Error: Into<InvalidId>>,
+    ) -> Result<Envelope> {
+        let req = id_of("claim", id).map(|claim| GetClaim { claim });
         let out = self
             .forum
-            .guarded(|| self.forum.export_claim(self.token(), &a))?;
+            .guarded(|| self.forum.export_claim(self.token(), &req))?;
         serde_json::from_value(out["bundle"].clone())
             .map_err(|e| Error::Internal(format!("an exported bundle did not read back: {e}")))
     }

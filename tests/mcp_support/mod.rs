@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod calls;
+
 use parley_forum::Forum;
 use serde_json::{json, Map, Value};
 

@@ -200,14 +200,18 @@ mod tests {
 
     #[test]
     fn outcomes_survive_the_wire_unchanged() {
-        let mut limited = Refusal::new(Reason::RateLimited, "slow down").with_limit("writes");
+        let mut limited = Refusal::new(Reason::RateLimited, "slow down")
+            .with_limit(parley_forum::Limit::WritesPerMinute);
         limited.retry_after_ms = Some(1500);
         let mut changed = Refusal::new(Reason::StateChanged, "th_1 is closed now");
         changed.state = Some(parley_forum::State::from_name("closed").unwrap());
         for err in [
             Error::Refused(limited),
             Error::Refused(changed),
-            Error::Refused(Refusal::new(Reason::TokenRightMissing, "no").with_right("write")),
+            Error::Refused(
+                Refusal::new(Reason::TokenRightMissing, "no")
+                    .with_right(parley_forum::Right::Write),
+            ),
             Error::UnknownOperation("nope".into()),
             Error::InvalidArgument("bad spec".into()),
             Error::storage("disk".into()),

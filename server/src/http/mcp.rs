@@ -243,7 +243,7 @@ pub fn too_large_response(max: usize) -> String {
         Reason::PayloadTooLarge,
         format!("the request is larger than request_max_bytes ({max} bytes)"),
     )
-    .with_limit("request_max_bytes");
+    .with_limit(parley_forum::Limit::RequestMaxBytes);
     refusal_error(&refusal).to_string()
 }
 

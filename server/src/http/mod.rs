@@ -247,7 +247,7 @@ pub(crate) async fn read_body(
                 Reason::PayloadTooLarge,
                 format!("the request is larger than request_max_bytes ({max} bytes)"),
             )
-            .with_limit("request_max_bytes"),
+            .with_limit(parley_forum::Limit::RequestMaxBytes),
         )
     };
     if declared_length(headers).is_some_and(|n| n > max as u64) {

@@ -321,7 +321,10 @@ fn no_progress_refuses_content_at_the_limit_and_never_marks_or_people() {
     assert!(check(&ALICE, &note, &guarded_place(23, &[]), &limits, true).is_ok());
     let refused = check(&ALICE, &note, &guarded_place(24, &[]), &limits, true).unwrap_err();
     assert_eq!(refused.reason, Reason::NoProgress);
-    assert_eq!(refused.limit.as_deref(), Some("progress_max_messages"));
+    assert_eq!(
+        refused.limit.map(|l| l.as_str()),
+        Some("progress_max_messages")
+    );
     assert!(
         refused.message.contains("decide, mark, or ask the person"),
         "{}",
