@@ -23,7 +23,7 @@ use crate::protocol::coordination::{
     self as rules, LeaseMode, LeaseRec, PresenceRec, PRESENCE_TTL_DEFAULT_S,
 };
 use crate::protocol::ids::IdKind;
-use crate::session::Lease;
+use crate::protocol::views::Lease;
 
 /// The profile's operations, in the order of SPEC §18.4.
 pub(crate) const OPERATIONS: [&str; 5] = [
@@ -274,7 +274,7 @@ impl Forum {
         operation: &str,
         args: &Map<String, Value>,
     ) -> Result<Value> {
-        use crate::session::Presence;
+        use crate::protocol::views::Presence;
         let items = |list: Vec<Value>| {
             let mut map = Map::new();
             map.insert("items".into(), Value::Array(list));

@@ -239,11 +239,11 @@ impl Forum {
         &self,
         token: Option<&str>,
         req: &requests::Args<()>,
-    ) -> Result<crate::session::WhoAmI> {
+    ) -> Result<crate::protocol::views::WhoAmI> {
         let tx = self.store.read()?;
         let caller = self.authenticate(&*tx, token)?;
         req.clone()?;
-        Ok(crate::session::WhoAmI {
+        Ok(crate::protocol::views::WhoAmI {
             identity: caller.identity.clone(),
             kind: if caller.human { "human" } else { "llm" }.to_string(),
             rights: Right::ALL

@@ -13,9 +13,9 @@ use super::requests::Args;
 use super::tokens::Right;
 use super::Forum;
 use crate::error::{Reason, Refusal, Result};
+use crate::protocol::artifact::Artifact;
 use crate::protocol::artifact::{self, decode_artifact, ArtifactRec, DecodedArtifact};
 use crate::protocol::evidence::{Evidence, EvidenceKind};
-use crate::session::Artifact;
 use crate::store::ReadTx;
 
 /// The profile's operations, in the order of SPEC §18.4, as the manifest lists
@@ -77,7 +77,7 @@ impl Forum {
     pub(crate) fn put_artifact(
         &self,
         token: Option<&str>,
-        req: Result<DecodedArtifact>,
+        req: std::result::Result<DecodedArtifact, Refusal>,
     ) -> Result<Artifact> {
         self.provenance_on("put_artifact")?;
         let mut tx = self.store.write()?;

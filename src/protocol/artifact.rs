@@ -5,10 +5,12 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use crate::error::{Error, Reason, Refusal, Result};
+use super::refusal::{Reason, Refusal};
+use crate::time;
 
 /// The `media_type` of an artifact put without one.
 pub(crate) const DEFAULT_MEDIA_TYPE: &str = "application/octet-stream";
@@ -36,10 +38,8 @@ pub struct DecodedArtifact {
     pub media_type: String,
 }
 
-fn bad(field: &str, message: impl Into<String>) -> Error {
-    Refusal::new(Reason::InvalidArgument, message)
-        .with_field(field)
-        .into()
+fn bad(field: &str, message: impl Into<String>) -> Refusal {
+    Refusal::new(Reason::InvalidArgument, message).with_field(field)
 }
 
 /// Decodes `put_artifact`'s arguments (SPEC §18.1): `content_base64` (required, the
@@ -48,15 +48,16 @@ fn bad(field: &str, message: impl Into<String>) -> Error {
 /// characters). Any other argument, or a malformed one, is refused with
 /// `invalid_argument` naming the field. The size limit is the caller's to judge
 /// (it comes after the right, SPEC §12.1).
-pub fn decode_artifact(args: &Value) -> Result<DecodedArtifact> {
+pub fn decode_artifact(args: &Value) -> Result<DecodedArtifact, Refusal> {
     let empty = Map::new();
     let args = match args {
         Value::Null => &empty,
         Value::Object(map) => map,
         _ => {
-            return Err(
-                Refusal::new(Reason::InvalidArgument, "arguments must be a JSON object").into(),
-            )
+            return Err(Refusal::new(
+                Reason::InvalidArgument,
+                "arguments must be a JSON object",
+            ))
         }
     };
     for key in args.keys() {
@@ -87,7 +88,7 @@ pub fn decode_artifact(args: &Value) -> Result<DecodedArtifact> {
 
 /// A media type: 1 to 100 characters, none a control character (it is shown in
 /// views and headers as given).
-fn bad_media_type() -> Error {
+fn bad_media_type() -> Refusal {
     bad(
         "media_type",
         format!(
@@ -98,7 +99,10 @@ fn bad_media_type() -> Error {
 
 /// The artifact the typed API stores: `content`, and `media_type` checked as
 /// [`decode_artifact`] checks it.
-pub(crate) fn typed_artifact(content: &[u8], media_type: Option<&str>) -> Result<DecodedArtifact> {
+pub(crate) fn typed_artifact(
+    content: &[u8],
+    media_type: Option<&str>,
+) -> Result<DecodedArtifact, Refusal> {
     let media_type = match media_type {
         None => DEFAULT_MEDIA_TYPE.to_string(),
         Some(m) if is_media_type(m) => m.to_string(),
@@ -154,15 +158,46 @@ pub(crate) fn encode(content: &[u8]) -> String {
     STANDARD.encode(content)
 }
 
+/// A stored artifact (SPEC §18.1), without its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Artifact {
+    /// `sha256:<64 lowercase hex>`: what evidence of kind `artifact` names.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The number of bytes.
+    pub size: u64,
+    /// The media type given when the bytes were first put.
+    pub media_type: String,
+    /// When the bytes were first put.
+    pub created_at: String,
+}
+
+impl Artifact {
+    pub(crate) fn from_rec(digest: &[u8; 32], rec: &ArtifactRec) -> Artifact {
+        Artifact {
+            reference: reference(digest),
+            size: rec.content.len() as u64,
+            media_type: rec.media_type.clone(),
+            created_at: time::format(rec.created_at),
+        }
+    }
+
+    /// The artifact as every transport shows it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ref": self.reference, "size": self.size,
+            "media_type": self.media_type, "created_at": self.created_at,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn reason(args: Value) -> (Reason, Option<String>) {
-        let e = decode_artifact(&args).unwrap_err();
-        let r = e.refusal().unwrap();
-        (r.reason, r.field.clone())
+        let r = decode_artifact(&args).unwrap_err();
+        (r.reason, r.field)
     }
 
     #[test]

@@ -1,51 +1,12 @@
 //! The status of a claim in the dialectic profile (SPEC §10), and the rules that
 //! derive it.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::protocol::kinds::ClaimStatus;
 use crate::protocol::records::ClaimRec;
 
-/// A claim's status. Stored and shown by its wire name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClaimStatus {
-    /// No support yet.
-    Unverified,
-    /// Attested by someone other than its author.
-    Supported,
-    /// Sealed by a holder of the `verify` right.
-    Verified,
-    /// A counter-claim stands against it.
-    Refuted,
-    /// Replaced by a newer claim.
-    Superseded,
-}
-
-impl ClaimStatus {
-    /// Every status, in manifest order.
-    pub const ALL: [ClaimStatus; 5] = [
-        ClaimStatus::Unverified,
-        ClaimStatus::Supported,
-        ClaimStatus::Verified,
-        ClaimStatus::Refuted,
-        ClaimStatus::Superseded,
-    ];
-
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ClaimStatus::Unverified => "unverified",
-            ClaimStatus::Supported => "supported",
-            ClaimStatus::Verified => "verified",
-            ClaimStatus::Refuted => "refuted",
-            ClaimStatus::Superseded => "superseded",
-        }
-    }
-
-    /// Whether a counter-claim in this status still stands against its target.
-    fn stands(self) -> bool {
-        !matches!(self, ClaimStatus::Refuted | ClaimStatus::Superseded)
-    }
+/// Whether a counter-claim in this status still stands against its target.
+fn stands(status: ClaimStatus) -> bool {
+    !matches!(status, ClaimStatus::Refuted | ClaimStatus::Superseded)
 }
 
 /// The wire names of [`ClaimStatus::ALL`], for the manifest.
@@ -79,7 +40,7 @@ pub(crate) fn derive(
 ) -> ClaimStatus {
     if claim.superseded_by.is_some() {
         ClaimStatus::Superseded
-    } else if counter_statuses.iter().any(|s| s.stands()) {
+    } else if counter_statuses.iter().any(|s| stands(*s)) {
         ClaimStatus::Refuted
     } else if !claim.verifications.is_empty() && verifiers(claim) >= quorum.max(1) {
         ClaimStatus::Verified

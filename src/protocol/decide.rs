@@ -5,13 +5,13 @@
 //! the refusal. The engine resolves the place before (`engine::place`) and applies
 //! the decision after (`engine::post`); nothing here reads or writes a record.
 
-use crate::config::Limits;
-use crate::error::{Reason, Refusal};
 use crate::protocol::acts::{Act, Needs};
 use crate::protocol::envelope::Checked;
 use crate::protocol::guards;
 use crate::protocol::ids::IdKind;
+use crate::protocol::limits::Limits;
 use crate::protocol::records::{Awaiting, Change, ClaimRec, MessageRec, ThreadRec};
+use crate::protocol::refusal::{Reason, Refusal};
 use crate::protocol::state::{self, Effect, State};
 
 /// A decision, or the refusal of the post.

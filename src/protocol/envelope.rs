@@ -7,8 +7,8 @@ use super::evidence::{self, Evidence};
 use super::hashes::{self, body_hash};
 use super::ids::{self, parse_id, IdKind};
 use super::state::State;
-use crate::config::Limits;
-use crate::error::{Reason, Refusal};
+use crate::protocol::limits::Limits;
+use crate::protocol::refusal::{Reason, Refusal};
 
 /// Fields a client may send on any act.
 const COMMON: [&str; 8] = [

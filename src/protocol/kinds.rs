@@ -1,5 +1,5 @@
-//! Small enums of the wire format (SPEC §3, §7, §8.4): who set a state, who wrote a
-//! message, what an event records. Each is shown by its wire name, and views write
+//! Small enums of the wire format (SPEC §3, §7, §8.4, §10): who set a state, who
+//! wrote a message, what an event records, a claim's status. Each is shown by its wire name, and views write
 //! them from here.
 
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,44 @@ impl EventKind {
             EventKind::Transition => "transition",
             EventKind::Confirmation => "confirmation",
             EventKind::Claim => "claim",
+        }
+    }
+}
+
+/// A claim's status. Stored and shown by its wire name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimStatus {
+    /// No support yet.
+    Unverified,
+    /// Attested by someone other than its author.
+    Supported,
+    /// Sealed by a holder of the `verify` right.
+    Verified,
+    /// A counter-claim stands against it.
+    Refuted,
+    /// Replaced by a newer claim.
+    Superseded,
+}
+
+impl ClaimStatus {
+    /// Every status, in manifest order.
+    pub const ALL: [ClaimStatus; 5] = [
+        ClaimStatus::Unverified,
+        ClaimStatus::Supported,
+        ClaimStatus::Verified,
+        ClaimStatus::Refuted,
+        ClaimStatus::Superseded,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClaimStatus::Unverified => "unverified",
+            ClaimStatus::Supported => "supported",
+            ClaimStatus::Verified => "verified",
+            ClaimStatus::Refuted => "refuted",
+            ClaimStatus::Superseded => "superseded",
         }
     }
 }

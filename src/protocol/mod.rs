@@ -15,6 +15,8 @@ pub(crate) mod ids;
 pub(crate) mod kinds;
 pub(crate) mod limits;
 pub mod records;
+pub(crate) mod refusal;
 pub(crate) mod rights;
 pub(crate) mod state;
+pub(crate) mod views;
 pub(crate) mod words;

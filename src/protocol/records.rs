@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::protocol::acts::Act;
-use crate::protocol::claim::ClaimStatus;
 use crate::protocol::evidence::Evidence;
+use crate::protocol::kinds::ClaimStatus;
 use crate::protocol::rights::Rights;
 use crate::protocol::state::State;
 

@@ -1,118 +1,15 @@
 //! The typed results of the coordination profile (SPEC §16) and the
 //! [`Session`](super::Session) methods that return them.
 
-use serde::Deserialize;
-use serde_json::{json, Value};
-
-use super::types::Author;
 use super::Session;
 use crate::engine::requests::coordination::{
     GetLeases, GetPresence, Lease as LeaseArgs, Release, SetPresence,
 };
 use crate::engine::requests::id_of;
 use crate::error::Result;
-use crate::protocol::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
-use crate::protocol::ids::IdKind;
+use crate::protocol::coordination::{LeaseMode, PresenceStatus};
+pub use crate::protocol::views::{Lease, Presence};
 use crate::time;
-
-/// The presence of one (identity, extension) (SPEC §16.1).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Presence {
-    /// Whose.
-    pub identity: String,
-    /// The sub-agent, or `None`.
-    pub extension: Option<String>,
-    /// The status set last (kept when stale).
-    pub status: PresenceStatus,
-    /// The note set with it.
-    pub note: Option<String>,
-    /// When the status last changed.
-    pub since: String,
-    /// When it goes stale.
-    pub expires_at: String,
-    /// Past `expires_at`.
-    pub stale: bool,
-}
-
-impl Presence {
-    pub(crate) fn from_rec(p: &PresenceRec, now: i64) -> Presence {
-        Presence {
-            identity: p.identity.clone(),
-            extension: p.extension.clone(),
-            status: p.status,
-            note: p.note.clone(),
-            since: time::format(p.since),
-            expires_at: time::format(p.expires_at),
-            stale: p.stale(now),
-        }
-    }
-
-    /// The item as every transport shows it.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "identity": self.identity, "extension": self.extension,
-            "status": self.status.as_str(), "note": self.note,
-            "since": self.since, "expires_at": self.expires_at, "stale": self.stale,
-        })
-    }
-}
-
-/// A lease (SPEC §16.2).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Lease {
-    /// `ls_…`.
-    pub id: String,
-    /// What it covers: a path-like string; a trailing `/` covers everything under it.
-    pub resource: String,
-    /// Exclusive or shared.
-    pub mode: LeaseMode,
-    /// Who holds it.
-    pub holder: Author,
-    /// The thread it is about (`th_…`), if any.
-    pub thread: Option<String>,
-    /// What the holder said it is for.
-    pub note: Option<String>,
-    /// When it was first granted (a renewal keeps it).
-    pub granted_at: String,
-    /// When it ends unless renewed.
-    pub expires_at: String,
-    /// When it was released: only in what `release` returns.
-    #[serde(default)]
-    pub released_at: Option<String>,
-}
-
-impl Lease {
-    pub(crate) fn from_rec(l: &LeaseRec) -> Lease {
-        Lease {
-            id: crate::protocol::coordination::lease_key(l.id),
-            resource: l.resource.clone(),
-            mode: l.mode,
-            holder: Author {
-                identity: l.identity.clone(),
-                extension: l.extension.clone(),
-            },
-            thread: l.thread.map(|t| IdKind::Thread.key(t)),
-            note: l.note.clone(),
-            granted_at: time::format(l.granted_at),
-            expires_at: time::format(l.expires_at),
-            released_at: None,
-        }
-    }
-
-    /// The lease as every transport shows it; `released_at` only when set.
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "id": self.id, "resource": self.resource, "mode": self.mode.as_str(),
-            "holder": { "identity": self.holder.identity, "extension": self.holder.extension },
-            "thread": self.thread, "note": self.note,
-            "granted_at": self.granted_at, "expires_at": self.expires_at,
-        });
-        if let (Some(at), Value::Object(map)) = (&self.released_at, &mut v) {
-            map.insert("released_at".into(), json!(at));
-        }
-        v
-    }
-}
 
 /// What [`Session::lease`] asks for, beyond the resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -9,10 +9,10 @@ use super::{args, PostResult, Session};
 use crate::engine::requests::provenance::GetArtifact;
 use crate::engine::requests::{id_of, GetClaim};
 use crate::error::{Error, Result};
-use crate::protocol::artifact::{self, ArtifactRec};
+pub use crate::protocol::artifact::Artifact;
+use crate::protocol::artifact::{self};
 use crate::protocol::id_types::{ClaimId, InvalidId};
 use crate::provenance::Envelope;
-use crate::time;
 
 /// A claim's quorum (SPEC §18.2): the distinct verifying identities that make it
 /// `verified` (`verify_quorum`), and how many verified it so far.
@@ -22,39 +22,6 @@ pub struct Quorum {
     pub needed: u64,
     /// The distinct identities that verified the claim.
     pub have: u64,
-}
-
-/// A stored artifact (SPEC §18.1), without its bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Artifact {
-    /// `sha256:<64 lowercase hex>`: what evidence of kind `artifact` names.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The number of bytes.
-    pub size: u64,
-    /// The media type given when the bytes were first put.
-    pub media_type: String,
-    /// When the bytes were first put.
-    pub created_at: String,
-}
-
-impl Artifact {
-    pub(crate) fn from_rec(digest: &[u8; 32], rec: &ArtifactRec) -> Artifact {
-        Artifact {
-            reference: artifact::reference(digest),
-            size: rec.content.len() as u64,
-            media_type: rec.media_type.clone(),
-            created_at: time::format(rec.created_at),
-        }
-    }
-
-    /// The artifact as every transport shows it.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "ref": self.reference, "size": self.size,
-            "media_type": self.media_type, "created_at": self.created_at,
-        })
-    }
 }
 
 impl Session<'_> {

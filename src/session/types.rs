@@ -11,6 +11,7 @@ use crate::protocol::claim::ClaimStatus;
 use crate::protocol::evidence::Evidence;
 use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
 use crate::protocol::state::State;
+pub use crate::protocol::views::{Author, WhoAmI};
 
 /// Who is due (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -54,15 +55,6 @@ pub struct ThreadSummary {
     pub created_at: String,
     /// Time of the latest message.
     pub updated_at: String,
-}
-
-/// Who wrote a message: an identity and its extension.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Author {
-    /// `<realm>:<handle>` or `human:<name>`.
-    pub identity: String,
-    /// The sub-agent, or `None`.
-    pub extension: Option<String>,
 }
 
 /// A message (SPEC §8.1) with its replies, as `get_thread` nests them.
@@ -295,19 +287,4 @@ pub struct Digest {
     pub recent: Vec<MessageView>,
     /// How many messages are in none of `root`, `decision`, `open_questions`, `recent`.
     pub omitted: u64,
-}
-
-/// `whoami`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct WhoAmI {
-    /// The token's identity.
-    pub identity: String,
-    /// `llm` or `human`.
-    pub kind: String,
-    /// Its rights.
-    pub rights: Vec<String>,
-    /// Its label.
-    pub label: String,
-    /// The forum's realm.
-    pub realm: String,
 }
