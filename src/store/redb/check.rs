@@ -5,7 +5,7 @@ use std::path::Path;
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-use super::open::{self as redb_open, OrStorage};
+use super::open::{self, OrStorage};
 use super::tables::*;
 use super::{words, RedbStore};
 use crate::error::{Error, Result};
@@ -64,17 +64,17 @@ fn checked(path: &Path) -> Result<CheckReport> {
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::storage_caused_by(format!("cannot check {}: {e}", path.display()), e)
     })?;
-    let mut db = redb_open::open_file(path, false, super::format::current())?;
-    let sound = redb_open::unpanicked(path, || db.check_integrity().or_storage())?;
+    let mut db = open::open_file(path, false, super::format::current())?;
+    let sound = open::unpanicked(path, || db.check_integrity().or_storage())?;
     // Refuses a redb file of another application, and migrates an older format
     // exactly as an open would.
     drop(db);
     drop(RedbStore::open_existing(path)?);
-    let db = redb_open::open_file(path, false, super::format::current())?;
-    redb_open::unpanicked(path, || count(&db, sound, &meta))
+    let db = open::open_file(path, false, super::format::current())?;
+    open::unpanicked(path, || count(&db, sound, &meta))
 }
 
-fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
+fn count(db: &open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
     let txn = db.begin_read().or_storage()?;
     let schema_version = txn
         .open_table(META)
