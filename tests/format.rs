@@ -248,7 +248,9 @@ fn a_file_of_a_newer_format_is_refused_and_loses_nothing() {
     let mut config = Config::from_json(&json!({})).unwrap();
     let clock = Arc::clone(&now);
     config.clock = Arc::new(move || clock.load(Ordering::SeqCst));
-    let err = Forum::open(&path, config).err().expect("refused");
+    let Err(err) = Forum::open(&path, config) else {
+        panic!("a newer format must be refused")
+    };
     assert!(
         matches!(
             err,

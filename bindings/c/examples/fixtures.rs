@@ -34,8 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::path::PathBuf::from(dir);
     std::fs::create_dir_all(&dir)?;
     write(&dir.join("newer_schema.redb"), |txn| {
-        txn.open_table(META)?
-            .insert("format", FUTURE_SCHEMA)?;
+        txn.open_table(META)?.insert("format", FUTURE_SCHEMA)?;
         Ok(())
     })?;
     write(&dir.join("foreign.redb"), |txn| {

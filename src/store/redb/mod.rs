@@ -21,7 +21,7 @@ use crate::protocol::ids::IdKind;
 use crate::provenance::RealmSecret;
 
 mod artifacts;
-mod check;
+pub(super) mod check;
 mod coordination;
 mod file;
 mod format;
@@ -31,8 +31,6 @@ mod read;
 mod tables;
 mod words;
 mod write;
-
-pub use check::{check, CheckReport};
 
 #[cfg(test)]
 mod power_loss;
