@@ -366,10 +366,11 @@ fn message_format(r: &mut In<'_>) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn full() -> MessageRec {
+    /// A message with every field set (also the format's fingerprint's sample).
+    pub(crate) fn full() -> MessageRec {
         MessageRec {
             id: 9,
             kind: Act::Assert,
@@ -451,9 +452,9 @@ mod tests {
         assert!(decode(&bytes).is_ok());
     }
 
-    #[test]
-    fn threads_round_trip() {
-        let t = ThreadRec {
+    /// A thread with every field set (also the format's fingerprint's sample).
+    pub(crate) fn full_thread() -> ThreadRec {
+        ThreadRec {
             id: 3,
             root: 7,
             topic: "Which port?".into(),
@@ -487,7 +488,12 @@ mod tests {
                     hash: 11,
                 }],
             },
-        };
+        }
+    }
+
+    #[test]
+    fn threads_round_trip() {
+        let t = full_thread();
         let bytes = encode_thread(&t);
         assert_eq!(
             format!("{:?}", decode_thread(&bytes).unwrap()),

@@ -33,7 +33,7 @@ struct Format {
 /// Every format, oldest first. Append a version for any change of the layout.
 const FORMATS: &[Format] = &[Format {
     version: 1,
-    fingerprint: "54b8b6a589b272a16baaa9e54bdfb53ddfd734e1354bc33290ac62f77d65dab7",
+    fingerprint: "46fcd4f704781c5f1602c44fc002489a49e7c05d36099c27609432a9b62442b3",
     migrate: None,
 }];
 
@@ -112,71 +112,14 @@ fn fingerprint() -> String {
 /// A fixed record of each kind, as the codecs write it.
 #[cfg(test)]
 mod samples {
-    use serde_json::{Map, Value};
-
-    use crate::protocol::acts::Act;
-    use crate::protocol::evidence::{Evidence, EvidenceKind};
-    use crate::protocol::state::State;
-    use crate::store::codec;
-    use crate::store::records::{Awaiting, MessageRec, PostKey, Recent, ThreadRec};
-
-    pub(super) fn message() -> MessageRec {
-        MessageRec {
-            id: 9,
-            kind: Act::Assert,
-            thread: 2,
-            parent: Some(4),
-            depth: 3,
-            identity: "ainotes:bob".into(),
-            extension: Some("w1".into()),
-            human: true,
-            body: "b \"quoted\" ünï".into(),
-            created_at: 1_796_040_000_123,
-            to: Some("ainotes:a".into()),
-            state: Some(State::Rejected),
-            provenance: Some(Map::from_iter([("model".to_string(), Value::from("m"))])),
-            claim: Some(5),
-            counter_claim: Some(6),
-            evidence: vec![Evidence {
-                kind: EvidenceKind::Log,
-                reference: "r".into(),
-                note: Some("n".into()),
-            }],
-            supersedes: vec![1, 2],
-            valid_until: Some(1_796_040_000_000),
-            key: Some(PostKey {
-                key: "k-1".into(),
-                digest: 0xfeed_beef,
-            }),
-        }
-    }
-
-    pub(super) fn thread() -> ThreadRec {
-        let mut t = ThreadRec::bare(3, 7);
-        t.topic = "Which port?".into();
-        t.creator = "ainotes:alice".into();
-        t.state = State::Decided;
-        t.state_label = Some("Mod".into());
-        t.awaiting = Some(Awaiting {
-            identity: "*".into(),
-            extension: None,
-            message: 9,
-        });
-        t.last_body.insert("ainotes:alice".into(), 42);
-        t.guards.since_progress = 3;
-        t.guards.recent.push(Recent {
-            message: 9,
-            author: 11,
-            hash: 12,
-        });
-        t
-    }
+    use crate::store::codec::{self, tests};
+    use crate::store::records::MessageRec;
 
     pub(super) fn all() -> Vec<Vec<u8>> {
         vec![
-            codec::encode(&message()),
+            codec::encode(&tests::full()),
             codec::encode(&MessageRec::bare(1, 1, None)),
-            codec::encode_thread(&thread()),
+            codec::encode_thread(&tests::full_thread()),
             super::super::words::segment_sample(),
         ]
     }
