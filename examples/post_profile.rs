@@ -156,7 +156,7 @@ fn main() {
         "post" | "typed" | "mcp" => {
             let config = Config::from_json(&json!({
                 "durable": false,
-                "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000 },
+                "limits": { "writes_per_minute": 0, "thread_max_messages": 1_000_000, "progress_max_messages": 0 },
             }))
             .expect("settings");
             let forum = Forum::open(&path, config).expect("forum");

@@ -534,13 +534,13 @@ fn lease_arguments_limits_and_the_order_of_checks() {
 }
 
 #[test]
-fn a_forum_file_of_an_older_release_opens_and_keeps_its_leases_across_reopens() {
+fn the_format_1_fixture_opens_and_keeps_its_leases_across_reopens() {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("forum.redb");
-    std::fs::copy(here.join("forum-v5.redb"), &path).unwrap();
+    std::fs::copy(here.join("forum-v1.redb"), &path).unwrap();
     let tokens: Value =
-        serde_json::from_str(&std::fs::read_to_string(here.join("forum-v5.tokens.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(here.join("forum-v1.tokens.json")).unwrap())
             .unwrap();
     let bob = tokens["bob"].as_str().unwrap();
     let clock = Clock(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(T0)));

@@ -1,15 +1,13 @@
 //! SPEC §15's count of content messages without progress: in every thread
-//! summary and the typed API, kept by a forum file reopened, started at zero in
-//! a file written before the profile existed, restarted by a claim refuted from
-//! another thread, and started afresh when the profile comes back on.
+//! summary and the typed API, kept by a forum file reopened, restarted by a
+//! claim refuted from another thread, and started afresh when the profile comes
+//! back on.
 
 mod guards_support;
 
-use std::path::Path;
-
 use guards_support::*;
 use parley_forum::{Envelope, Forum, Reason};
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[test]
 fn the_count_is_in_every_summary_and_the_typed_api() {
@@ -81,43 +79,6 @@ fn a_reopened_file_keeps_its_count_and_its_window() {
             assert_eq!(v["thread"]["since_progress"], 21);
         }
     }
-}
-
-/// A forum file of schema 5, written before the profile existed: its threads
-/// start with no count and an empty window, and then count like new ones.
-#[test]
-fn a_file_written_before_the_profile_starts_counting_at_zero() {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("forum.redb");
-    std::fs::copy(here.join("forum-v5.redb"), &path).unwrap();
-    let tokens: Value =
-        serde_json::from_str(&std::fs::read_to_string(here.join("forum-v5.tokens.json")).unwrap())
-            .unwrap();
-    let forum = Forum::open(&path, settings(json!({}))).unwrap();
-    let (alice, bob) = (
-        tokens["alice"].as_str().unwrap(),
-        tokens["bob"].as_str().unwrap(),
-    );
-    assert_eq!(since(&forum, alice, "th_1"), 0);
-    let mut last = "msg_2".to_string(); // bob's answer to alice's question
-    for i in 0..24 {
-        let token = if i % 2 == 0 { alice } else { bob };
-        let body = format!("Old thread, new note {i}.");
-        let v = post(
-            &forum,
-            token,
-            json!({ "kind": "note", "parent": last, "body": body }),
-        )
-        .unwrap_or_else(|e| panic!("note {i}: {e}"));
-        last = id(&v, "/message/id");
-    }
-    let refused = refusal(post(
-        &forum,
-        alice,
-        json!({ "kind": "note", "parent": last, "body": "One note too many." }),
-    ));
-    assert_eq!(refused.reason, Reason::NoProgress);
 }
 
 /// A claim's change of status is progress in the claim's thread, even when the

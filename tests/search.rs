@@ -1,13 +1,10 @@
 //! `search` (SPEC §14.4) beyond the transcripts: results equal a brute-force scan
 //! of every body for random forums and queries (forums large enough that the word
-//! index merges its tail several times); the index stays right when a batch holds
-//! a refused post; a forum file of schema version 2 gains the index on open, with
-//! progress, and finds its old messages.
+//! index merges its segments several times); the index stays right when a batch
+//! holds a refused post.
 
 #[path = "pg/support.rs"]
 mod support;
-
-use std::sync::{Arc, Mutex};
 
 use parley_forum::{Config, Forum, Right, TokenSpec};
 use proptest::prelude::*;
@@ -280,92 +277,6 @@ fn the_index_stays_right_when_a_batch_holds_a_refused_post() {
         brute_force(&posted, "needle", None)
     );
     assert!(search_all(&c, "refused", None).is_empty());
-}
-
-/// Rewrites a closed forum file as schema version 2 left it: no word index.
-fn downgrade_to_version_2(path: &std::path::Path) {
-    let db = redb::Database::create(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("parley_meta");
-        let mut meta = txn.open_table(meta).unwrap();
-        meta.insert("schema_version", 2).unwrap();
-        meta.remove("words_merged_through").unwrap();
-    }
-    let blocks: redb::TableDefinition<(&str, u64), &[u8]> =
-        redb::TableDefinition::new("word_blocks");
-    assert!(txn.delete_table(blocks).unwrap());
-    txn.commit().unwrap();
-}
-
-#[test]
-fn a_version_2_file_gains_the_index_on_open_with_progress() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("old.redb");
-    let mut config = config();
-    config.durability = parley_forum::Durability::Volatile;
-    let c = cast(Forum::open(&path, config.clone()).unwrap());
-    let bodies: Vec<String> = (0..5600)
-        .map(|i| format!("{} old message {i}", VOCABULARY[i % VOCABULARY.len()]))
-        .collect();
-    let posted = fill(&c, &bodies);
-    let (alice, bob) = (c.alice.clone(), c.bob.clone());
-    drop(c);
-    downgrade_to_version_2(&path);
-
-    let seen: Arc<Mutex<Vec<(String, u64, u64)>>> = Arc::default();
-    let log = Arc::clone(&seen);
-    config.progress = Some(Arc::new(move |what: &str, done, total| {
-        log.lock().unwrap().push((what.to_string(), done, total));
-    }));
-    let c = Cast {
-        forum: Forum::open(&path, config).unwrap(),
-        alice,
-        bob,
-    };
-    let steps = seen.lock().unwrap().clone();
-    assert!(steps.len() >= 2, "the index was built in steps: {steps:?}");
-    let (what, done, total) = steps.last().unwrap();
-    assert_eq!(what, "indexing words for search");
-    assert_eq!(done, total);
-    assert!(*total >= 5600);
-    for q in ["port", "old 8080", "message 5599", "grüße"] {
-        assert_eq!(
-            search_all(&c, q, None),
-            brute_force(&posted, q, None),
-            "q = {q}"
-        );
-    }
-    // Every thread is listed, by its latest message: those of what was the word
-    // index's tail are back in the thread list's blocks.
-    let mut listed = Vec::new();
-    let mut args = json!({ "limit": 200 });
-    loop {
-        let page = c.forum.call(Some(&c.alice), "list_threads", &args).unwrap();
-        listed.extend(
-            page["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["id"].clone()),
-        );
-        if page["more"] != true {
-            break;
-        }
-        args["since"] = page["cursor"].clone();
-    }
-    let mut latest: Vec<(usize, &str)> = Vec::new();
-    for (at, (_, thread, _)) in posted.iter().enumerate() {
-        latest.retain(|(_, t)| t != thread);
-        latest.push((at, thread));
-    }
-    let expected: Vec<Value> = latest.iter().map(|(_, t)| json!(t)).collect();
-    assert_eq!(listed, expected);
-    let report = parley_forum::storage::check(&path);
-    assert!(report.is_err(), "open: the file is held");
-    drop(c);
-    let report = parley_forum::storage::check(&path).unwrap();
-    assert_eq!(report.schema_version, 6);
 }
 
 /// Posts every envelope at once, each from a thread of its own, as concurrent

@@ -59,8 +59,6 @@ pub struct Forum {
     pub(crate) config: Config,
     group: group::Group<post::PostJob, post::Applied>,
     callers: tokens::CallerCache,
-    /// Hints of keyed posts committed by this handle (see `post::RecentKeys`).
-    recent_keys: post::RecentKeys,
     /// When keyed posts next forget expired keys (ms).
     next_purge: std::sync::atomic::AtomicI64,
     pub(crate) watch: std::sync::Arc<listen::Watch>,
@@ -186,7 +184,6 @@ impl Forum {
             store,
             config,
             group: Default::default(),
-            recent_keys: Default::default(),
             next_purge: Default::default(),
             watch,
         })
@@ -259,7 +256,7 @@ impl Forum {
     /// Runs `f`, turning a panic inside the engine into [`Error::Internal`], so that
     /// no caller (and no FFI boundary) sees one. A panic is a bug, not a damaged
     /// file: redb's own assertions on a damaged file are caught where redb opens
-    /// and checks it (`store::redb_open::unpanicked`) and reported as storage errors.
+    /// and checks it (`store::redb::open::unpanicked`) and reported as storage errors.
     pub(crate) fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
             .unwrap_or_else(|panic| Err(Error::from_panic(&*panic)))

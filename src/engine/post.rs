@@ -23,9 +23,6 @@ use crate::store::records::{
 };
 use crate::store::{Durable, ReadTx, WriteTx};
 
-mod recent_keys;
-pub(crate) use recent_keys::RecentKeys;
-
 /// Posts of one batch, applied in one transaction (see `group`).
 pub(super) struct Poster<'f>(pub(super) &'f Forum);
 
@@ -104,15 +101,10 @@ impl Forum {
             checked: envelope::check(args, &self.config.limits, self.config.dialectic),
             import: None,
         };
-        let hint = RecentKeys::hint(&job);
-        if let Some(replay) = self.replay_early(&job, hint)? {
+        if let Some(replay) = self.replay_early(&job)? {
             return Ok(replay);
         }
-        let posted = self.group.submit(job, &Poster(self));
-        if let (Some(hint), Ok(_)) = (hint, &posted) {
-            self.recent_keys.note(hint);
-        }
-        posted
+        self.group.submit(job, &Poster(self))
     }
 
     /// A retry whose first post is committed replays from a snapshot, without a
@@ -120,12 +112,7 @@ impl Forum {
     /// remembered, a token or right that would be refused) goes the normal way,
     /// where the same checks run again inside the batch: a racing retry then
     /// still writes once.
-    fn replay_early(&self, job: &PostJob, hint: Option<u64>) -> Result<Option<Applied>> {
-        // A key this handle never posted under (the common case: a first try)
-        // skips the snapshot; the batch decides.
-        if !hint.is_some_and(|h| self.recent_keys.holds(h)) {
-            return Ok(None);
-        }
+    fn replay_early(&self, job: &PostJob) -> Result<Option<Applied>> {
         let Ok(env) = &job.checked else {
             return Ok(None);
         };

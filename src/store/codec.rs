@@ -3,11 +3,13 @@
 //! (decoded and encoded again by every post). A length-prefixed layout decodes
 //! several times faster than JSON.
 //!
-//! Layout (little-endian): a format byte, then the fields in declaration order;
-//! a string is a `u32` length and its UTF-8 bytes; an optional value is a `0`/`1`
-//! byte and the value; a list is a `u32` count and its items. Format 2 added a
-//! message's idempotency key (optional: the key and its digest) at its end;
-//! records of format 1, which end before it, still decode.
+//! Both backends store these bytes (redb in its tables, PostgreSQL in `bytea`
+//! columns). Layout (little-endian): a format byte, then the fields in
+//! declaration order; a string is a `u32` length and its UTF-8 bytes; an optional
+//! value is a `0`/`1` byte and the value; a list is a `u32` count and its items.
+//! The format bytes (2 for a message, 4 for a thread) are the ones every stored
+//! record carries; no older layout is read. A change here changes the redb file
+//! format (`store/redb/format.rs` fingerprints these bytes).
 
 use serde_json::{Map, Value};
 
@@ -15,26 +17,12 @@ use super::records::{Awaiting, GuardState, MessageHead, MessageRec, PostKey, Rec
 use crate::error::{Error, Result};
 use crate::protocol::acts::Act;
 use crate::protocol::evidence::{Evidence, EvidenceKind};
-use crate::protocol::guards;
 use crate::protocol::state::State;
 
-/// The format byte of a thread record: 4 keeps the echo window's authors as
-/// hashes (SPEC §15).
+/// The format byte of a thread record.
 const THREAD_FORMAT: u8 = 4;
-/// The thread format whose echo window kept its authors' identities as text,
-/// still read: each is hashed as it is read.
-const THREAD_FORMAT_3: u8 = 3;
-/// The thread format before the guards' state, still read: its threads start
-/// with an empty state (no count, an empty echo window).
-const THREAD_FORMAT_2: u8 = 2;
-/// The thread format whose label was stored as shown (`KI · <label>`), still read.
-const THREAD_FORMAT_1: u8 = 1;
-/// What format 1 put before the label.
-const SHOWN: &str = "KI · ";
 /// The format byte of a message record.
 const FORMAT: u8 = 2;
-/// The message format before the idempotency key, still read.
-const FORMAT_1: u8 = 1;
 
 struct Out(Vec<u8>);
 
@@ -96,6 +84,13 @@ impl In<'_> {
     }
     fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
+    }
+    fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(corrupt()),
+        }
     }
     fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(
@@ -167,31 +162,21 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = r.u8()?;
-    if ![
-        THREAD_FORMAT,
-        THREAD_FORMAT_3,
-        THREAD_FORMAT_2,
-        THREAD_FORMAT_1,
-    ]
-    .contains(&format)
-    {
+    if format != THREAD_FORMAT {
         return Err(Error::storage(
             "a stored thread has an unknown format".into(),
         ));
     }
-    let mut thread = ThreadRec {
+    let thread = ThreadRec {
         id: r.u64()?,
         root: r.u64()?,
         topic: r.string()?,
         creator: r.string()?,
         creator_extension: r.opt(In::string)?,
         state: State::from_code(r.u8()?).ok_or_else(corrupt)?,
-        state_by_user: r.u8()? == 1,
+        state_by_user: r.bool()?,
         state_confirmed_at: r.opt(|r| r.u64().map(|t| t as i64))?,
-        state_label: r.opt(In::string)?.map(|l| match l.strip_prefix(SHOWN) {
-            Some(label) if format == THREAD_FORMAT_1 => label.to_string(),
-            _ => l,
-        }),
+        state_label: r.opt(In::string)?,
         awaiting: r.opt(|r| {
             Ok(Awaiting {
                 identity: r.string()?,
@@ -207,23 +192,19 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
         last_body: (0..r.u32()?)
             .map(|_| Ok((r.string()?, r.u64()?)))
             .collect::<Result<_>>()?,
-        guards: GuardState::default(),
-    };
-    if format >= THREAD_FORMAT_3 {
-        thread.guards.since_progress = r.u32()?;
-        thread.guards.recent = (0..r.u32()?)
-            .map(|_| {
-                Ok(Recent {
-                    message: r.u64()?,
-                    author: match format {
-                        THREAD_FORMAT_3 => guards::author_hash(r.str()?),
-                        _ => r.u64()?,
-                    },
-                    hash: r.u64()?,
+        guards: GuardState {
+            since_progress: r.u32()?,
+            recent: (0..r.u32()?)
+                .map(|_| {
+                    Ok(Recent {
+                        message: r.u64()?,
+                        author: r.u64()?,
+                        hash: r.u64()?,
+                    })
                 })
-            })
-            .collect::<Result<_>>()?;
-    }
+                .collect::<Result<_>>()?,
+        },
+    };
     if r.at != bytes.len() {
         return Err(corrupt());
     }
@@ -288,7 +269,6 @@ pub(crate) fn head(bytes: &[u8]) -> Result<MessageHead> {
     Ok(MessageHead { id, kind, parent })
 }
 
-/// A message back from its stored bytes.
 /// The body of a stored message, read in place (the word index reads nothing else).
 pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
     let mut r = In { buf: bytes, at: 0 };
@@ -307,9 +287,10 @@ pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
     std::str::from_utf8(&bytes[start..start + body_len]).map_err(|_| corrupt())
 }
 
+/// A message back from its stored bytes.
 pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let mut r = In { buf: bytes, at: 0 };
-    let format = message_format(&mut r)?;
+    message_format(&mut r)?;
     let id = r.u64()?;
     let kind = act(r.str()?)?;
     let thread = r.u64()?;
@@ -317,7 +298,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let depth = r.u32()?;
     let identity = r.string()?;
     let extension = r.opt(In::string)?;
-    let human = r.u8()? == 1;
+    let human = r.bool()?;
     let body = r.string()?;
     let created_at = r.u64()? as i64;
     let to = r.opt(In::string)?;
@@ -337,16 +318,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
         .collect::<Result<Vec<_>>>()?;
     let supersedes = (0..r.u32()?).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
     let valid_until = r.opt(|r| r.u64().map(|t| t as i64))?;
-    let key = if format == FORMAT_1 {
-        None
-    } else {
-        r.opt(|r| {
-            Ok(PostKey {
-                key: r.string()?,
-                digest: r.u64()?,
-            })
-        })?
-    };
+    let key = r.opt(|r| {
+        Ok(PostKey {
+            key: r.string()?,
+            digest: r.u64()?,
+        })
+    })?;
     if r.at != bytes.len() {
         return Err(corrupt());
     }
@@ -378,10 +355,10 @@ fn act(kind: &str) -> Result<Act> {
     Act::from_kind(kind, true).ok_or_else(corrupt)
 }
 
-/// Reads a message's format byte: this layout's, or format 1's.
-fn message_format(r: &mut In<'_>) -> Result<u8> {
+/// Reads a message's format byte.
+fn message_format(r: &mut In<'_>) -> Result<()> {
     match r.u8()? {
-        f @ (FORMAT | FORMAT_1) => Ok(f),
+        FORMAT => Ok(()),
         _ => Err(Error::storage(
             "a stored message has an unknown format".into(),
         )),
@@ -389,10 +366,11 @@ fn message_format(r: &mut In<'_>) -> Result<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn full() -> MessageRec {
+    /// A message with every field set (also the format's fingerprint's sample).
+    pub(crate) fn full() -> MessageRec {
         MessageRec {
             id: 9,
             kind: Act::Assert,
@@ -474,29 +452,9 @@ mod tests {
         assert!(decode(&bytes).is_ok());
     }
 
-    #[test]
-    fn format_1_records_decode_without_a_key() {
-        // Format 1 is format 2 without the key's option byte at the end.
-        let mut m = full();
-        m.key = None;
-        let mut old = encode(&m);
-        old[0] = FORMAT_1;
-        old.pop();
-        let back = decode(&old).unwrap();
-        assert_eq!(format!("{back:?}"), format!("{m:?}"));
-        assert_eq!(body(&old).unwrap(), m.body);
-        // A format-1 record followed by a key is damage, not a key.
-        let mut longer = encode(&full());
-        longer[0] = FORMAT_1;
-        assert!(decode(&longer).is_err());
-        let mut unknown = encode(&m);
-        unknown[0] = 3;
-        assert!(decode(&unknown).is_err());
-    }
-
-    #[test]
-    fn threads_round_trip() {
-        let t = ThreadRec {
+    /// A thread with every field set (also the format's fingerprint's sample).
+    pub(crate) fn full_thread() -> ThreadRec {
+        ThreadRec {
             id: 3,
             root: 7,
             topic: "Which port?".into(),
@@ -526,37 +484,20 @@ mod tests {
                 since_progress: 3,
                 recent: vec![Recent {
                     message: 9,
-                    author: guards::author_hash("ainotes:bob"),
+                    author: crate::protocol::guards::author_hash("ainotes:bob"),
                     hash: 11,
                 }],
             },
-        };
+        }
+    }
+
+    #[test]
+    fn threads_round_trip() {
+        let t = full_thread();
         let bytes = encode_thread(&t);
         assert_eq!(
             format!("{:?}", decode_thread(&bytes).unwrap()),
             format!("{t:?}")
-        );
-        // Format 1 stored the label as shown; it reads back as the label alone,
-        // and a label of format 2 that looks shown is kept as it is.
-        let shown = ThreadRec {
-            state_label: Some("KI · Mod".into()),
-            guards: GuardState::default(),
-            ..t.clone()
-        };
-        let mut old = encode_thread(&shown);
-        old[0] = THREAD_FORMAT_1;
-        // Without the (empty) guards' state: a count and a length.
-        old.truncate(old.len() - 8);
-        assert_eq!(
-            decode_thread(&old).unwrap().state_label.as_deref(),
-            Some("Mod")
-        );
-        assert_eq!(
-            decode_thread(&encode_thread(&shown))
-                .unwrap()
-                .state_label
-                .as_deref(),
-            Some("KI · Mod")
         );
         let mut unknown = bytes.clone();
         unknown[0] = 5;
@@ -580,57 +521,6 @@ mod tests {
     }
 
     #[test]
-    fn format_2_threads_decode_with_an_empty_guard_state() {
-        let mut t = ThreadRec::bare(4, 9);
-        t.guards.since_progress = 5;
-        t.guards.recent.push(Recent {
-            message: 9,
-            author: guards::author_hash("a"),
-            hash: 1,
-        });
-        let mut old = encode_thread(&t);
-        // Format 2 is format 4 without the guards' state at the end.
-        old.truncate(old.len() - (4 + 4 + 8 + 8 + 8));
-        old[0] = THREAD_FORMAT_2;
-        let back = decode_thread(&old).unwrap();
-        assert_eq!(back.guards, GuardState::default());
-        assert_eq!(back.message_count, t.message_count);
-        // A format-2 record followed by a state is damage, not a state.
-        let mut longer = encode_thread(&t);
-        longer[0] = THREAD_FORMAT_2;
-        assert!(decode_thread(&longer).is_err());
-    }
-
-    #[test]
-    fn format_3_threads_decode_with_their_authors_hashed() {
-        let mut t = ThreadRec::bare(4, 9);
-        t.guards.since_progress = 5;
-        for (message, identity, hash) in [(9, "ainotes:bob", 1), (8, "r:al", 2)] {
-            t.guards.recent.push(Recent {
-                message,
-                author: guards::author_hash(identity),
-                hash,
-            });
-        }
-        let new = encode_thread(&t);
-        // Format 3 kept each author as its text where 4 keeps its hash.
-        let mut old = Out(new[..new.len() - 2 * 24].to_vec());
-        old.0[0] = THREAD_FORMAT_3;
-        for (message, identity, hash) in [(9, "ainotes:bob", 1), (8, "r:al", 2)] {
-            old.u64(message);
-            old.str(identity);
-            old.u64(hash);
-        }
-        assert_eq!(
-            format!("{:?}", decode_thread(&old.0).unwrap()),
-            format!("{t:?}")
-        );
-        for cut in 1..old.0.len() {
-            assert!(decode_thread(&old.0[..cut]).is_err(), "cut at {cut}");
-        }
-    }
-
-    #[test]
     fn damaged_bytes_are_an_error_not_a_panic() {
         let bytes = encode(&full());
         for cut in 0..bytes.len() {
@@ -642,5 +532,45 @@ mod tests {
         let mut wrong = bytes;
         wrong[0] = 9;
         assert!(decode(&wrong).is_err());
+    }
+
+    proptest::proptest! {
+        /// The codec's fuzz target: any bytes are a record or an error, never a
+        /// panic, whatever a damaged file holds.
+        #[test]
+        fn any_bytes_are_a_record_or_an_error(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let _ = decode(&bytes);
+            let _ = decode_thread(&bytes);
+            let _ = head(&bytes);
+            let _ = body(&bytes);
+        }
+
+        /// A record with one byte changed decodes to a record that encodes back
+        /// to those bytes, or is an error.
+        #[test]
+        fn a_record_with_a_byte_changed_is_a_record_or_an_error(
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            byte in proptest::prelude::any::<u8>(),
+            thread in proptest::prelude::any::<bool>(),
+        ) {
+            let mut m = full();
+            m.provenance = None;
+            let mut bytes = if thread {
+                encode_thread(&ThreadRec::bare(3, 7))
+            } else {
+                encode(&m)
+            };
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            if thread {
+                if let Ok(t) = decode_thread(&bytes) {
+                    proptest::prop_assert_eq!(encode_thread(&t), bytes);
+                }
+            } else if let Ok(m) = decode(&bytes) {
+                proptest::prop_assert_eq!(encode(&m), bytes);
+            }
+        }
     }
 }

@@ -4,32 +4,21 @@
 //! position, and apply the writes of one post inside one transaction. A backend
 //! commits a [`WriteTx`] whole or not at all.
 
-mod activity;
-mod blocks;
-mod check;
 mod codec;
-mod expiry;
-mod file;
-mod map_migration;
 // The shared backend, with its client, tokio and rustls: only in builds that ask
 // for it, so that the embedded engine links no async runtime and no socket code.
 #[cfg(feature = "postgres")]
 mod postgres;
-mod tail;
 pub use crate::protocol::records;
-mod redb_error;
-mod redb_open;
-mod redb_store;
-mod tables;
+// The embedded backend (`redb/`); the crate of the same name is `::redb`.
+mod redb;
 mod url;
-mod word_tail;
-mod words;
 
-pub use check::{check, CheckReport};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
-pub use redb_store::check_integrity;
-pub(crate) use redb_store::RedbStore;
+pub use redb::check::{check, CheckReport};
+pub use redb::check_integrity;
+pub(crate) use redb::RedbStore;
 #[cfg(not(feature = "postgres"))]
 pub(crate) use url::NO_POSTGRES;
 pub use url::{is_postgres_url, scheme, without_password};

@@ -6,7 +6,7 @@
 
 use redb::{Database, TableDefinition};
 
-/// Where a forum keeps its schema version (as the engine lays it out).
+/// Where a forum keeps its format version, under `format` (as the engine lays it out).
 const META: TableDefinition<&str, u64> = TableDefinition::new("parley_meta");
 const OTHER: TableDefinition<&str, &str> = TableDefinition::new("settings");
 
@@ -34,8 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::path::PathBuf::from(dir);
     std::fs::create_dir_all(&dir)?;
     write(&dir.join("newer_schema.redb"), |txn| {
-        txn.open_table(META)?
-            .insert("schema_version", FUTURE_SCHEMA)?;
+        txn.open_table(META)?.insert("format", FUTURE_SCHEMA)?;
         Ok(())
     })?;
     write(&dir.join("foreign.redb"), |txn| {

@@ -18,7 +18,7 @@ use postgres::SimpleQueryRow;
 
 use super::cache::{self, Changed, Version, View};
 use super::conn::{Conn, Pool};
-use super::read::damaged;
+use super::sql::damaged;
 use crate::error::Result;
 
 /// The last id of each kind, in [`crate::protocol::ids::IdKind`] order.

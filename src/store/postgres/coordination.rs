@@ -60,7 +60,7 @@ impl Tx<'_> {
                 &[],
             )
         })?;
-        let row = row.ok_or_else(|| super::read::damaged("lease counter"))?;
+        let row = row.ok_or_else(|| super::sql::damaged("lease counter"))?;
         Ok(row.get::<_, i64>(0) as u64)
     }
 

@@ -6,7 +6,8 @@ use postgres::Row;
 
 use super::cache::View;
 use super::conn::{Conn, Pooled};
-use crate::error::{Error, Result};
+use super::sql::damaged;
+use crate::error::Result;
 use crate::protocol::ids::IdKind;
 use crate::protocol::state::State;
 use crate::store::codec::{self, decode_json};
@@ -215,10 +216,6 @@ impl Drop for Tx<'_> {
 /// "no bound") become the largest `bigint`.
 pub(super) fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-pub(super) fn damaged(what: &str) -> Error {
-    Error::storage(format!("a stored {what} is unreadable"))
 }
 
 /// Reads through the transaction's cache: a record found there is not read again,

@@ -116,6 +116,11 @@ impl<'a> Stmt<'a> {
     }
 }
 
+/// The error of a stored value that does not read back.
+pub(super) fn damaged(what: &str) -> crate::error::Error {
+    crate::error::Error::storage(format!("a stored {what} is unreadable"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,42 @@
-//! Opening redb for a forum: the checks made before redb may write to a file, the
-//! panic boundary around redb on a damaged file, and the migrations of older
-//! schema versions.
+//! Opening redb for a forum: the checks made before redb may write to a file,
+//! the one panic boundary around redb's own calls, and redb's errors as Parley's.
 
-use crate::store::redb_error::OrStorage;
 use std::path::Path;
 
 use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 use super::file;
-use super::tables::*;
-use crate::config::Progress;
+use super::tables::{FORMAT_KEY, META};
 use crate::error::{Error, Result};
+
+/// The redb errors the store meets.
+pub(super) trait RedbError: std::error::Error + Send + Sync + 'static {}
+
+impl RedbError for redb::Error {}
+impl RedbError for redb::DatabaseError {}
+impl RedbError for redb::TransactionError {}
+impl RedbError for redb::TableError {}
+impl RedbError for redb::StorageError {}
+impl RedbError for redb::CommitError {}
+impl RedbError for redb::SetDurabilityError {}
+
+/// A redb error as a storage failure that keeps it as its source. (A `From`
+/// impl would be public, and redb is no part of the API.)
+pub(super) fn storage<E: RedbError>(err: E) -> Error {
+    Error::storage_caused_by(err.to_string(), err)
+}
+
+/// `.or_storage()?` where `?` alone would need a public `From`.
+pub(super) trait OrStorage<T> {
+    fn or_storage(self) -> Result<T>;
+}
+
+impl<T, E: RedbError> OrStorage<T> for std::result::Result<T, E> {
+    fn or_storage(self) -> Result<T> {
+        self.map_err(storage)
+    }
+}
 
 /// redb's page cache. Its default (1 GiB) would let a large forum's resident size
 /// grow far past what an embedded library should take from its host.
@@ -68,7 +93,7 @@ pub(super) fn commit_failed_on_io(e: &redb::CommitError) -> bool {
     )
 }
 
-/// Whether a file without Parley's metadata holds tables: it is then another
+/// Whether a file without Parley's format number holds tables: it is then another
 /// application's redb database.
 pub(super) fn holds_foreign_tables(txn: &redb::WriteTransaction) -> Result<bool> {
     Ok(txn
@@ -107,11 +132,13 @@ pub(super) fn builder() -> redb::Builder {
 /// that was not closed cleanly cannot be read without redb's repair; it is repaired
 /// (as its owner's next open would) and then checked, in a transaction that is
 /// never committed for a foreign file.
-pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
+///
+/// A file of a format newer than `newest` is refused the same way, unwritten.
+pub(super) fn open_file(path: &Path, create: bool, newest: u64) -> Result<Db> {
     let opened = file::open(path, create)?;
     if let file::Opened::Existing(f) = &opened {
         if f.metadata().map_err(|e| cannot_open(path, e))?.len() > 0 {
-            unpanicked(path, || check_read_only(path))?;
+            unpanicked(path, || check_read_only(path, newest))?;
         } else if !create {
             return Err(Error::NotAForum(format!(
                 "{} is empty, not a forum; Parley left it untouched (only an open that \
@@ -120,7 +147,7 @@ pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
             )));
         }
     }
-    let backend = FileBackend::new(opened.into_file()).map_err(|e| redb_open_error(path, e))?;
+    let backend = FileBackend::new(opened.into_file());
     unpanicked(path, || {
         builder()
             .create_with_backend(backend)
@@ -129,9 +156,11 @@ pub(super) fn open_file(path: &Path, create: bool) -> Result<Db> {
     })
 }
 
-/// Runs `f`, turning a panic into a storage error. redb asserts on some damage
-/// it meets in a file (a malformed allocator state, say); a damaged file is an
-/// error to report, never a crash of the host.
+/// Runs `f`, a call of redb's on a file it may find damaged, turning a panic into
+/// a storage error: redb asserts on some damage it meets in a file (a malformed
+/// allocator state, say), and a damaged file is an error to report, never a crash
+/// of the host. The store's only panic boundary besides [`Db`]'s drop; nothing
+/// of Parley's own runs inside it.
 pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         Err(Error::storage(format!(
@@ -142,10 +171,11 @@ pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Resul
     })
 }
 
-/// Refuses a cleanly closed redb file of another application without writing to it.
-fn check_read_only(path: &Path) -> Result<()> {
+/// Refuses a cleanly closed redb file of another application, or of a format
+/// newer than `newest`, without writing to it.
+fn check_read_only(path: &Path, newest: u64) -> Result<()> {
     let file = file::open_read_only(path)?;
-    let backend = FileBackend::new(file).map_err(|e| redb_open_error(path, e))?;
+    let backend = FileBackend::new(file);
     let db = match builder().open_read_only_with_backend(backend) {
         Ok(db) => db,
         // Not closed cleanly: only a repair can tell (see `open_file`).
@@ -154,9 +184,17 @@ fn check_read_only(path: &Path) -> Result<()> {
     };
     let txn = db.begin_read().or_storage()?;
     let ours = match txn.open_table(META) {
-        Ok(meta) => meta.get("schema_version").or_storage()?.is_some(),
+        Ok(meta) => match meta.get(FORMAT_KEY).or_storage()?.map(|v| v.value()) {
+            Some(found) if found > newest => {
+                return Err(Error::SchemaTooNew {
+                    found,
+                    supported: newest,
+                })
+            }
+            found => found.is_some(),
+        },
         Err(redb::TableError::TableDoesNotExist(_)) => false,
-        Err(e) => return Err(super::redb_error::storage(e)),
+        Err(e) => return Err(storage(e)),
     };
     if !ours && txn.list_tables().or_storage()?.next().is_some() {
         return Err(Error::NotAForum(format!(
@@ -164,92 +202,5 @@ fn check_read_only(path: &Path) -> Result<()> {
             path.display()
         )));
     }
-    Ok(())
-}
-
-/// Runs a migration in steps, each its own transaction: `step` moves what it
-/// takes (a bounded number of entries) and says how many; a crash between steps
-/// resumes where the last one ended. Each step tells `progress` how many of
-/// `total` have moved under `what`.
-pub(super) fn in_steps(
-    db: &Db,
-    progress: Option<&Progress>,
-    what: &str,
-    total: u64,
-    mut step: impl FnMut(&redb::WriteTransaction) -> Result<usize>,
-) -> Result<()> {
-    let mut done = 0u64;
-    while done < total {
-        let txn = db.begin_write().or_storage()?;
-        let moved = step(&txn)?;
-        if moved == 0 {
-            break;
-        }
-        txn.commit().or_storage()?;
-        done += moved as u64;
-        if let Some(report) = progress {
-            report(what, done.min(total), total);
-        }
-    }
-    Ok(())
-}
-
-/// Messages whose words one migration transaction indexes.
-const WORDS_PER_STEP: u64 = 5000;
-
-/// Builds the word index of a version-2 file, in steps of [`WORDS_PER_STEP`]
-/// messages, each its own transaction: a crash resumes where the last step ended.
-/// The file is version 3 once the last step commits.
-pub(super) fn migrate_words(db: &Db, progress: Option<&Progress>) -> Result<()> {
-    loop {
-        let txn = db.begin_write().or_storage()?;
-        let (done, total, finished);
-        {
-            let meta = txn.open_table(META).or_storage()?;
-            if meta.get("schema_version").or_storage()?.map(|v| v.value()) != Some(2) {
-                return Ok(());
-            }
-            let from = super::words::merged_through(&meta)?;
-            drop(meta);
-            total = super::blocks::last(&txn.open_table(PLACES).or_storage()?)?;
-            done = total.min(from.saturating_add(WORDS_PER_STEP));
-            super::words::merge(&txn, from, done)?;
-            // The merged tail's threads belong in the thread list's blocks (see
-            // `super::activity`); a file with its list still in the index gets the
-            // same entries again when the list moves.
-            super::activity::settle(&txn, from, done)?;
-            finished = done >= total;
-            if finished {
-                // Version 5 (the steps of versions 3 to 5 are done for a version-2
-                // file); `activity::leave_tail` then makes it 6.
-                txn.open_table(META)
-                    .or_storage()?
-                    .insert("schema_version", 5)
-                    .or_storage()?;
-            }
-        }
-        txn.commit().or_storage()?;
-        if let Some(report) = progress {
-            report("indexing words for search", done, total);
-        }
-        if finished {
-            return Ok(());
-        }
-    }
-}
-
-/// Moves version 1's thread records into [`MESSAGES`], after each thread's messages.
-pub(super) fn migrate_v1(txn: &redb::WriteTransaction) -> Result<()> {
-    {
-        let old = txn.open_table(THREADS_V1).or_storage()?;
-        let mut messages = txn.open_table(MESSAGES).or_storage()?;
-        for entry in old.iter().or_storage()? {
-            let (id, record) = entry.or_storage()?;
-            messages
-                .insert((id.value(), THREAD_RECORD), record.value())
-                .or_storage()?;
-        }
-    }
-    txn.delete_table(THREADS_V1).or_storage()?;
     Ok(())
 }

@@ -1,9 +1,14 @@
 //! The coordination profile's records (SPEC §16) in the forum file: presence by
 //! (identity, extension), leases by id, and the lease counter in `META`.
 
-use super::*;
 use crate::store::records::{LeaseRec, PresenceRec};
-use crate::store::redb_error::OrStorage;
+use redb::ReadableTable;
+
+use super::open::OrStorage;
+use super::tables::{LEASES, META, PRESENCE};
+use super::Writer;
+use crate::error::Result;
+use crate::store::codec::{decode_json as decode, encode_json as encode};
 
 /// The `META` key of the last lease id issued.
 const LEASE_LAST: &str = "lease_last";

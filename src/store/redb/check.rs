@@ -1,14 +1,15 @@
 //! `check`: what an offline look at a closed forum file finds.
 
-use crate::store::redb_error::OrStorage;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
+use super::open::{self, OrStorage};
 use super::tables::*;
-use super::{activity, blocks, codec, redb_open, redb_store};
+use super::{words, RedbStore};
 use crate::error::{Error, Result};
+use crate::store::codec;
 
 /// What [`check`] found in a forum file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +18,7 @@ pub struct CheckReport {
     /// Whether every page passed redb's checksums. `false` means redb found damage
     /// and repaired what it could; the counts below are what is left.
     pub sound: bool,
-    /// The schema version the file is written in.
+    /// The format version the file is written in (`src/store/redb/format.rs`).
     pub schema_version: u64,
     /// Threads, messages, claims, events, identities and tokens stored.
     pub threads: u64,
@@ -63,22 +64,22 @@ fn checked(path: &Path) -> Result<CheckReport> {
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::storage_caused_by(format!("cannot check {}: {e}", path.display()), e)
     })?;
-    let mut db = redb_open::open_file(path, false)?;
-    let sound = redb_open::unpanicked(path, || db.check_integrity().or_storage())?;
-    // Refuses a redb file of another application, and migrates an older schema
+    let mut db = open::open_file(path, false, super::format::current())?;
+    let sound = open::unpanicked(path, || db.check_integrity().or_storage())?;
+    // Refuses a redb file of another application, and migrates an older format
     // exactly as an open would.
     drop(db);
-    drop(redb_store::RedbStore::open_existing(path)?);
-    let db = redb_open::open_file(path, false)?;
-    redb_open::unpanicked(path, || count(&db, sound, &meta))
+    drop(RedbStore::open_existing(path)?);
+    let db = open::open_file(path, false, super::format::current())?;
+    open::unpanicked(path, || count(&db, sound, &meta))
 }
 
-fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
+fn count(db: &open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<CheckReport> {
     let txn = db.begin_read().or_storage()?;
     let schema_version = txn
         .open_table(META)
         .or_storage()?
-        .get("schema_version")
+        .get(FORMAT_KEY)
         .or_storage()?
         .map_or(0, |v| v.value());
     let mut report = CheckReport {
@@ -98,37 +99,47 @@ fn count(db: &redb_open::Db, sound: bool, meta: &std::fs::Metadata) -> Result<Ch
         bytes: meta.len(),
         mode: meta.permissions().mode() & 0o7777,
     };
+    for entry in txn.open_table(THREADS).or_storage()?.iter().or_storage()? {
+        let (id, value) = entry.or_storage()?;
+        report.threads += 1;
+        if let Err(e) = codec::decode_thread(value.value()) {
+            let id = id.value();
+            report
+                .unreadable
+                .push(format!("the record of thread {id}: {e}"));
+        }
+    }
     for entry in txn.open_table(MESSAGES).or_storage()?.iter().or_storage()? {
         let (key, value) = entry.or_storage()?;
         let (thread, message) = key.value();
-        if message == THREAD_RECORD {
-            report.threads += 1;
-            if let Err(e) = codec::decode_thread(value.value()) {
-                report
-                    .unreadable
-                    .push(format!("the record of thread {thread}: {e}"));
-            }
-        } else {
-            report.messages += 1;
-            if let Err(e) = codec::decode(value.value()) {
-                report
-                    .unreadable
-                    .push(format!("message {message} of thread {thread}: {e}"));
-            }
+        report.messages += 1;
+        if let Err(e) = codec::decode(value.value()) {
+            report
+                .unreadable
+                .push(format!("message {message} of thread {thread}: {e}"));
         }
     }
-    for entry in txn.open_table(PLACES).or_storage()?.iter().or_storage()? {
+    for entry in txn
+        .open_table(WORD_SEGMENTS)
+        .or_storage()?
+        .iter()
+        .or_storage()?
+    {
+        let (id, value) = entry.or_storage()?;
+        if let Err(e) = words::check_segment(value.value()) {
+            let id = id.value();
+            report
+                .unreadable
+                .push(format!("the word segment of message {id}: {e}"));
+        }
+    }
+    for entry in txn.open_table(WORDS).or_storage()?.iter().or_storage()? {
         let (key, value) = entry.or_storage()?;
-        let (slot, block) = key.value();
-        let checked = if slot == blocks::MAP {
-            blocks::check(value.value())
-                .map_err(|e| format!("block {block} of the message map: {e}"))
-        } else {
-            activity::check(value.value())
-                .map_err(|e| format!("block {block} of the thread list of state {slot}: {e}"))
-        };
-        if let Err(e) = checked {
-            report.unreadable.push(e);
+        if let Err(e) = words::check_block(value.value()) {
+            let (word, last) = key.value();
+            report
+                .unreadable
+                .push(format!("the word block ({word:?}, {last}): {e}"));
         }
     }
     Ok(report)

@@ -55,11 +55,11 @@ fn apply(image: &mut Vec<u8>, op: &Op) {
 }
 
 impl redb::StorageBackend for Recorder {
-    fn len(&self) -> Result<u64, std::io::Error> {
+    fn len(&self) -> Result<u64, redb::BackendError> {
         Ok(self.0.lock().unwrap().image.len() as u64)
     }
 
-    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), redb::BackendError> {
         let disk = self.0.lock().unwrap();
         let end = offset as usize + out.len();
         let src = disk
@@ -70,7 +70,7 @@ impl redb::StorageBackend for Recorder {
         Ok(())
     }
 
-    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+    fn set_len(&self, len: u64) -> Result<(), redb::BackendError> {
         let mut disk = self.0.lock().unwrap();
         let op = Op::SetLen(len);
         apply(&mut disk.image, &op);
@@ -78,12 +78,12 @@ impl redb::StorageBackend for Recorder {
         Ok(())
     }
 
-    fn sync_data(&self) -> Result<(), std::io::Error> {
+    fn sync_data(&self) -> Result<(), redb::BackendError> {
         self.0.lock().unwrap().ops.push(Op::Sync);
         Ok(())
     }
 
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), redb::BackendError> {
         let mut disk = self.0.lock().unwrap();
         let op = Op::Write(offset, data.to_vec());
         apply(&mut disk.image, &op);

@@ -1,9 +1,13 @@
 //! The artifacts of SPEC §18.1 in the forum file: one row per SHA-256, holding
 //! the media type, the time of the first put and the bytes, in a typed table.
 
-use super::*;
 use crate::store::records::ArtifactRec;
-use crate::store::redb_error::OrStorage;
+use redb::ReadableTable;
+
+use super::open::OrStorage;
+use super::tables::ARTIFACTS;
+use super::Writer;
+use crate::error::Result;
 
 type Row = (&'static str, i64, &'static [u8]);
 
