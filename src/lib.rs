@@ -80,8 +80,8 @@ mod time;
 pub mod storage {
     pub use crate::protocol::ids::IdKind;
     pub use crate::store::{
-        check, check_integrity, records, CheckReport, Durable, Flow, Forgot, ReadTx, Store, Visit,
-        WriteTx,
+        check, check_integrity, held_open, records, CheckReport, Durable, Flow, Forgot, ReadTx,
+        Store, Visit, WriteTx,
     };
     pub use crate::store::{is_postgres_url, scheme, without_password};
 

@@ -17,8 +17,8 @@ mod url;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use redb::check::{check, CheckReport};
-pub use redb::check_integrity;
 pub(crate) use redb::RedbStore;
+pub use redb::{check_integrity, held_open};
 #[cfg(not(feature = "postgres"))]
 pub(crate) use url::NO_POSTGRES;
 pub use url::{is_postgres_url, scheme, without_password};

@@ -13,10 +13,14 @@ use std::io::{self, Read, Seek};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use parley_forum::storage::{check, CheckReport};
+use parley_forum::storage::{check, held_open, CheckReport};
 
 use crate::terminal::visible;
 use crate::{CmdResult, Failure};
+
+/// Why a file some process holds open as a forum is not checked.
+const HELD: &str = "a process holds it open as a forum (a running `parley serve`?); check it \
+                    once that process has stopped";
 
 /// The first bytes of every redb file.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -44,14 +48,13 @@ pub(crate) fn run(path: &Path) -> CmdResult {
     }
     match file.try_lock_shared() {
         Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(refuse(
-                "a process holds it open as a forum (a running `parley serve`?); check it \
-                 once that process has stopped"
-                    .into(),
-            ))
-        }
+        Err(TryLockError::WouldBlock) => return Err(refuse(HELD.into())),
         Err(TryLockError::Error(e)) => return Err(refuse(format!("cannot lock it: {e}"))),
+    }
+    // The lock keeps a forum from opening the file from now on; one already open
+    // holds redb's own locks, which only redb can see.
+    if held_open(path).map_err(|e| refuse(e.to_string()))? {
+        return Err(refuse(HELD.into()));
     }
     let report = check_copy(path, &mut file)?;
     // The copy's size is the file's; its permissions are the copy's own.

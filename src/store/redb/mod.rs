@@ -27,6 +27,7 @@ mod file;
 mod format;
 mod keys;
 mod open;
+pub use open::held_open;
 mod read;
 mod tables;
 mod words;

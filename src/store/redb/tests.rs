@@ -119,6 +119,26 @@ fn an_in_memory_forum_cannot_be_reopened() {
 }
 
 #[test]
+fn a_forum_open_for_writing_is_seen_as_held_and_left_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("forum.redb");
+    let store = RedbStore::open(&path, Durability::Durable).unwrap();
+    drop(store.write().unwrap());
+    let before = std::fs::read(&path).unwrap();
+    assert!(held_open(&path).unwrap(), "a store holds it");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the probe wrote nothing"
+    );
+    drop(store);
+    assert!(!held_open(&path).unwrap(), "closed, nobody holds it");
+    let foreign = tmp.path().join("notes.txt");
+    std::fs::write(&foreign, "not redb").unwrap();
+    assert!(held_open(&foreign).is_err(), "not a redb file");
+}
+
+#[test]
 fn foreign_redb_file_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("forum.redb");
