@@ -4,6 +4,9 @@
 //! shows them as escapes (`\u001b`), and so does the web view's page.
 
 mod common;
+// The web client of the server's own tests, which names its harness `support`.
+use common as support;
+#[path = "../../../server/tests/web_client/mod.rs"]
 mod web_client;
 
 use std::process::Output;

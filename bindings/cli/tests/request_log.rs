@@ -3,6 +3,9 @@
 //! reason of a refusal and the duration; `--log-format json` and `RUST_LOG`.
 
 mod common;
+// The web client of the server's own tests, which names its harness `support`.
+use common as support;
+#[path = "../../../server/tests/web_client/mod.rs"]
 mod web_client;
 
 use common::{Server, TempForum};

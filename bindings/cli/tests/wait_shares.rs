@@ -8,6 +8,9 @@
 //! the others run in process, in `server/tests/wait_shares.rs`.
 
 mod common;
+// The web client of the server's own tests, which names its harness `support`.
+use common as support;
+#[path = "../../../server/tests/web_client/mod.rs"]
 mod web_client;
 
 use std::io::{Read, Write};

@@ -6,6 +6,9 @@
 //! the others run in process, in `server/tests/web_sessions.rs`.
 
 mod common;
+// The web client of the server's own tests, which names its harness `support`.
+use common as support;
+#[path = "../../../server/tests/web_client/mod.rs"]
 mod web_client;
 
 use common::{Server, TempForum};
