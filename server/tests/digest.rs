@@ -17,38 +17,9 @@ fn thread(forum: &TempForum, alice: &str, bob: &str) -> Vec<String> {
         let result = forum.post(token, &envelope);
         ids.push(result["message"]["id"].as_str().unwrap().to_string());
     };
-    post(
-        alice,
-        json!({"kind": "ask", "body": "Which port for the dev server?"}),
-    );
-    post(
-        bob,
-        json!({"kind": "ask", "parent": "msg_1", "body": "Is 8080 free?"}),
-    );
-    post(
-        alice,
-        json!({"kind": "note", "parent": "msg_2", "body": "It was."}),
-    );
-    post(
-        bob,
-        json!({"kind": "answer", "parent": "msg_3", "body": "Then 8080."}),
-    );
-    post(
-        alice,
-        json!({"kind": "ask", "parent": "msg_4", "body": "And staging?"}),
-    );
-    post(
-        alice,
-        json!({"kind": "decide", "parent": "msg_1", "body": "8080 it is."}),
-    );
-    post(
-        bob,
-        json!({"kind": "assert", "parent": "msg_6", "body": "8080 is free on CI."}),
-    );
-    post(
-        alice,
-        json!({"kind": "note", "parent": "msg_7", "body": "Good."}),
-    );
+    for (who, envelope) in support::digest_thread::envelopes() {
+        post([alice, bob][who], envelope);
+    }
     ids
 }
 

@@ -9,37 +9,14 @@
 mod support;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{connect, parse, wait_for_close, Ending, Server, TempForum};
+use support::{closed, connect, stall, Server, TempForum};
 
 /// Far longer than any close or answer these tests wait for takes.
 const BOUND: Duration = Duration::from_secs(30);
-
-/// Sends the head of a `POST path` declaring a 1000-byte body, and one byte of it.
-fn stall(addr: SocketAddr, path: &str, host: &str, token: Option<&str>) -> TcpStream {
-    let mut stream = connect(addr);
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream
-}
-
-/// Reads until the server closes `stream`; the response it sent, if any.
-fn closed(stream: &mut TcpStream, bound: Duration) -> Option<support::Response> {
-    match wait_for_close(stream, bound) {
-        Ending::Open => panic!("the connection is still open after {bound:?}"),
-        Ending::Closed(data) if data.is_empty() => None,
-        Ending::Closed(data) => Some(parse(&data).expect("an HTTP response")),
-    }
-}
 
 #[test]
 fn a_stalled_body_is_closed_after_the_body_timeout_and_not_before() {

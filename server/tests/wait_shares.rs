@@ -7,12 +7,11 @@
 mod support;
 mod web_client;
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{connect, http, parse, Server, TempForum};
+use support::{http, Server, TempForum};
 
 /// Opens an event stream of `token`; the open socket once its head says 200,
 /// else the whole refusal.
@@ -23,39 +22,8 @@ fn stream(addr: SocketAddr, token: &str) -> Result<TcpStream, support::Response>
 
 /// Opens the stream at `path` with one more header line; as [`stream`].
 fn open(addr: SocketAddr, path: &str, header: &str) -> Result<TcpStream, support::Response> {
-    let mut s = connect(addr);
-    let raw = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{header}\r\n\r\n");
-    s.write_all(raw.as_bytes()).unwrap();
-    let mut seen = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&seen[..end]).to_string();
-            if head.starts_with("HTTP/1.1 200") {
-                return Ok(s);
-            }
-            // A refusal carries a Content-Length: read the rest of it.
-            let length: usize = head
-                .lines()
-                .filter_map(|l| l.split_once(':'))
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .and_then(|(_, v)| v.trim().parse().ok())
-                .unwrap_or(0);
-            while seen.len() < end + 4 + length {
-                let n = s.read(&mut chunk).unwrap();
-                assert!(n > 0, "closed mid-refusal");
-                seen.extend_from_slice(&chunk[..n]);
-            }
-            return Err(parse(&seen).unwrap());
-        }
-        let n = s.read(&mut chunk).unwrap();
-        assert!(
-            n > 0,
-            "closed before the head: {:?}",
-            String::from_utf8_lossy(&seen)
-        );
-        seen.extend_from_slice(&chunk[..n]);
-    }
+    support::sse_client::open_event_stream(addr, path, &[header.to_string()])
+        .map(std::io::BufReader::into_inner)
 }
 
 fn assert_share_refusal(resp: &support::Response) {

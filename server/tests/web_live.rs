@@ -6,119 +6,13 @@
 mod support;
 mod web_scenario;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use support::{connect, http, Server, TempForum};
+use support::sse_client::Live;
+use support::{http, Server, TempForum};
 use web_scenario::*;
-
-/// An open `/live` stream.
-struct Live {
-    lines: mpsc::Receiver<String>,
-}
-
-impl Live {
-    /// Opens `/live…` with `cookie`: the stream, or the refused response's status and body.
-    fn open(
-        addr: std::net::SocketAddr,
-        path: &str,
-        cookie: Option<&str>,
-    ) -> Result<Live, (u16, String)> {
-        let mut stream = connect(addr);
-        let cookie = cookie
-            .map(|c| format!("Cookie: {c}\r\n"))
-            .unwrap_or_default();
-        let raw = format!(
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n{cookie}\r\n"
-        );
-        stream.write_all(raw.as_bytes()).unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut head = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(
-                reader.read_line(&mut line).unwrap() > 0,
-                "closed in the head: {head}"
-            );
-            head.push_str(&line);
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        if status != 200 {
-            let length: usize = head
-                .lines()
-                .filter_map(|l| l.split_once(':'))
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .map(|(_, v)| v.trim().parse().unwrap())
-                .unwrap_or(0);
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            return Err((status, String::from_utf8_lossy(&body).into_owned()));
-        }
-        assert!(
-            head.to_ascii_lowercase()
-                .contains("content-type: text/event-stream"),
-            "{head}"
-        );
-        // The chunked body, line by line, on a thread of its own; "<end>" when it ends.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader: BufReader<TcpStream> = reader;
-            loop {
-                let mut size = String::new();
-                if reader.read_line(&mut size).unwrap_or(0) == 0 {
-                    break;
-                }
-                let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-                    break;
-                };
-                if n == 0 {
-                    break;
-                }
-                let mut chunk = vec![0; n + 2];
-                if reader.read_exact(&mut chunk).is_err() {
-                    break;
-                }
-                for line in String::from_utf8_lossy(&chunk[..n]).split('\n') {
-                    if tx.send(line.to_string()).is_err() {
-                        return;
-                    }
-                }
-            }
-            let _ = tx.send("<end>".into());
-        });
-        Ok(Live { lines: rx })
-    }
-
-    /// Lines until one equals `want`, within `bound`; `None` if it did not come.
-    fn until(&self, want: &str, bound: Duration) -> Option<Vec<String>> {
-        let deadline = Instant::now() + bound;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let done = line == want;
-                    let ended = line == "<end>";
-                    seen.push(line);
-                    if done {
-                        return Some(seen);
-                    }
-                    if ended {
-                        return None;
-                    }
-                }
-                Err(_) => return None,
-            }
-        }
-    }
-}
 
 #[test]
 fn live_refuses_a_request_without_a_session() {

@@ -9,147 +9,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{connect, parse, Response, Server, TempForum};
+use common::sse_client::{open, Stream};
+use common::{connect, parse, Server, TempForum};
 use parley_forum::{Config, Forum};
 use serde_json::{json, Value};
 
 const SETTINGS: &str = r#"{"limits":{"writes_per_minute":0}}"#;
-
-/// One event of a stream, or a comment.
-#[derive(Debug, Default, Clone)]
-struct Event {
-    id: Option<String>,
-    event: Option<String>,
-    data: Option<String>,
-    comment: Option<String>,
-}
-
-/// An open event stream: reads the chunked body event by event.
-struct Stream {
-    reader: BufReader<TcpStream>,
-    text: String,
-    ended: bool,
-}
-
-/// Opens `path` as a stream; `Err` is the answer of a refused one.
-fn open(
-    addr: SocketAddr,
-    path: &str,
-    token: Option<&str>,
-    last_event_id: Option<&str>,
-) -> Result<Stream, Response> {
-    let mut stream = connect(addr);
-    let mut raw = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
-    if let Some(t) = token {
-        raw.push_str(&format!("Authorization: Bearer {t}\r\n"));
-    }
-    if let Some(id) = last_event_id {
-        raw.push_str(&format!("Last-Event-ID: {id}\r\n"));
-    }
-    raw.push_str("\r\n");
-    stream.write_all(raw.as_bytes()).unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "closed in the head: {head}"
-        );
-        head.push_str(&line);
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    if status != 200 {
-        let length: usize = head
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-            .map(|(_, v)| v.trim().parse().unwrap())
-            .unwrap_or(0);
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let mut raw = head.into_bytes();
-        raw.extend_from_slice(&body);
-        return Err(parse(&raw).unwrap());
-    }
-    let lower = head.to_ascii_lowercase();
-    assert!(lower.contains("content-type: text/event-stream"), "{head}");
-    assert!(lower.contains("transfer-encoding: chunked"), "{head}");
-    Ok(Stream {
-        reader,
-        text: String::new(),
-        ended: false,
-    })
-}
-
-impl Stream {
-    /// The next event or comment; `None` once the stream has ended.
-    fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(end) = self.text.find("\n\n") {
-                let block: String = self.text.drain(..end + 2).collect();
-                let mut event = Event::default();
-                for line in block.lines() {
-                    if let Some(c) = line.strip_prefix(':') {
-                        event.comment = Some(c.trim().to_string());
-                    } else if let Some((field, value)) = line.split_once(": ") {
-                        match field {
-                            "id" => event.id = Some(value.to_string()),
-                            "event" => event.event = Some(value.to_string()),
-                            "data" => event.data = Some(value.to_string()),
-                            other => panic!("unexpected field {other}"),
-                        }
-                    }
-                }
-                return Some(event);
-            }
-            if self.ended || !self.chunk() {
-                self.ended = true;
-                return None;
-            }
-        }
-    }
-
-    /// Reads one chunk into the text; `false` at the end of the body.
-    fn chunk(&mut self) -> bool {
-        let mut size = String::new();
-        if self.reader.read_line(&mut size).unwrap_or(0) == 0 {
-            return false;
-        }
-        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
-        let mut data = vec![0; n + 2];
-        if self.reader.read_exact(&mut data).is_err() {
-            return false;
-        }
-        if n == 0 {
-            return false;
-        }
-        self.text.push_str(std::str::from_utf8(&data[..n]).unwrap());
-        true
-    }
-
-    /// Reads until the stream ends, at most for `bound` (a "does not hang" bound);
-    /// returns what came and whether it ended.
-    fn drain(&mut self, bound: Duration) -> (Vec<Event>, bool) {
-        let deadline = Instant::now() + bound;
-        self.reader.get_ref().set_read_timeout(Some(bound)).unwrap();
-        let mut events = Vec::new();
-        while Instant::now() < deadline {
-            match self.next() {
-                Some(e) => events.push(e),
-                None => return (events, true),
-            }
-        }
-        (events, false)
-    }
-}
 
 struct Cast {
     forum: TempForum,

@@ -12,37 +12,14 @@
 mod common;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
 
 use std::time::{Duration, Instant};
 
-use common::{connect, parse, try_http, wait_for_close, Ending, Server, TempForum};
+use common::{closed, stall, try_http, Server, TempForum};
 use serde_json::json;
 
 /// Far longer than any close or answer these tests wait for takes.
 const BOUND: Duration = Duration::from_secs(30);
-
-/// Sends the head of a `POST path` declaring a 1000-byte body, and one byte of it.
-fn stall(addr: SocketAddr, path: &str, host: &str, token: Option<&str>) -> TcpStream {
-    let mut stream = connect(addr);
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream
-}
-
-/// Reads until the server closes `stream`; the response it sent, if any.
-fn closed(stream: &mut TcpStream, bound: Duration) -> Option<common::Response> {
-    match wait_for_close(stream, bound) {
-        Ending::Open => panic!("the connection is still open after {bound:?}"),
-        Ending::Closed(data) if data.is_empty() => None,
-        Ending::Closed(data) => Some(parse(&data).expect("an HTTP response")),
-    }
-}
 
 #[test]
 fn a_full_cap_of_stalled_bodies_gives_way_to_a_prompt_client_and_times_out() {

@@ -280,3 +280,25 @@ pub fn wait_for_close(stream: &mut TcpStream, bound: Duration) -> Ending {
 pub fn parse(raw: &[u8]) -> Option<Response> {
     parse_response(raw)
 }
+
+/// Sends the head of a `POST path` declaring a 1000-byte body, and one byte of it.
+pub fn stall(addr: SocketAddr, path: &str, host: &str, token: Option<&str>) -> TcpStream {
+    let mut stream = connect(addr);
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
+/// Reads until the server closes `stream`; the response it sent, if any.
+pub fn closed(stream: &mut TcpStream, bound: Duration) -> Option<Response> {
+    match wait_for_close(stream, bound) {
+        Ending::Open => panic!("the connection is still open after {bound:?}"),
+        Ending::Closed(data) if data.is_empty() => None,
+        Ending::Closed(data) => Some(parse(&data).expect("an HTTP response")),
+    }
+}

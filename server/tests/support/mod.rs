@@ -254,3 +254,12 @@ impl Drop for Server {
 #[path = "http_client.rs"]
 mod http_client;
 pub use http_client::*;
+
+#[path = "sse_client.rs"]
+pub mod sse_client;
+
+#[path = "digest_thread.rs"]
+pub mod digest_thread;
+
+#[path = "connection_cap.rs"]
+pub mod connection_cap;

@@ -11,8 +11,8 @@ use crate::support::{http, Response, Server, TempForum};
 pub const SETTINGS: &str = r#"{"limits":{"writes_per_minute":0,"page_default":2}}"#;
 
 pub struct Scenario {
-    /// Holds the forum's directory.
-    pub _forum: TempForum,
+    /// The forum's directory, and its verbs for the end-to-end tests.
+    pub forum: TempForum,
     pub server: Server,
     /// A person.
     pub ann: String,
@@ -35,7 +35,7 @@ impl Scenario {
         let carol = forum.token("carol", &[]);
         let server = Server::start(&forum.db, Some(SETTINGS), &["--heartbeat-ms", "60000"]);
         let s = Scenario {
-            _forum: forum,
+            forum,
             server,
             ann,
             bob,

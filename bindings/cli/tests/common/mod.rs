@@ -189,3 +189,12 @@ impl Drop for Server {
 #[path = "../../../../server/tests/support/http_client.rs"]
 mod http_client;
 pub use http_client::*;
+
+#[path = "../../../../server/tests/support/sse_client.rs"]
+pub mod sse_client;
+
+#[path = "../../../../server/tests/support/digest_thread.rs"]
+pub mod digest_thread;
+
+#[path = "../../../../server/tests/support/connection_cap.rs"]
+pub mod connection_cap;
