@@ -252,7 +252,7 @@ pub fn thread(dir: &Path, sizes: &Sizes) -> Res<Row> {
         &format!("get_thread of {} messages", sizes.thread_len),
         "serde_json::to_string of the same result value",
         "us/call",
-        Target::RatioAtMost(3.0),
+        Target::RatioAtMost(2.0),
     )
     .measured(median(&series[0]), Some(median(&series[1])))
     .with_detail(json!({ "messages": sizes.thread_len, "json_bytes": bytes, "calls_per_rep": calls, "series": series })))
