@@ -1,11 +1,11 @@
-//! Only an open that may create a forum starts one in PostgreSQL: `Forum::open`
-//! does, `Forum::open_existing` (every read of the command line) refuses a forum
+//! Only an open that may create a forum starts one in PostgreSQL: `parley_postgres::open`
+//! does, `open_existing` (every read of the command line) refuses a forum
 //! the database does not hold and creates nothing, not even its schema.
 
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
 
-use parley_forum::{Config, Error, Forum};
+use parley_forum::{Config, Error};
 
 fn schemas_named(base: &str, schema: &str) -> i64 {
     let mut admin = postgres::Client::connect(base, postgres::NoTls).expect("connects");
@@ -26,7 +26,7 @@ fn open_existing_refuses_a_missing_forum_and_creates_nothing() {
     let name = support::fresh_name("exist");
     let url = support::with_forum(&base, &name);
     let schema = format!("parley_{name}");
-    match Forum::open_existing(&url, Config::default()) {
+    match parley_postgres::open_existing(&url, Config::default()) {
         Err(Error::NotAForum(message)) => {
             assert!(message.contains("no forum"), "{message}");
             assert!(!message.contains("password"), "{message}");
@@ -40,8 +40,8 @@ fn open_existing_refuses_a_missing_forum_and_creates_nothing() {
         "a refused open created its schema"
     );
     // The open that may create does; afterwards the forum is there for every open.
-    drop(Forum::open(&url, Config::default()).expect("created"));
+    drop(parley_postgres::open(&url, Config::default()).expect("created"));
     assert_eq!(schemas_named(&base, &schema), 1);
-    let forum = Forum::open_existing(&url, Config::default()).expect("it exists now");
+    let forum = parley_postgres::open_existing(&url, Config::default()).expect("it exists now");
     drop(forum);
 }
