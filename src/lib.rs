@@ -74,7 +74,7 @@ mod time;
 /// [`Forum::open`] opens an embedded forum file (redb). A forum in PostgreSQL is
 /// opened through the crate `parley-postgres` (`parley_postgres::open` takes a
 /// path or a `postgres://` URL); this crate alone refuses such a URL with
-/// [`Error::Storage`](crate::Error::Storage), saying so. A backend implements
+/// [`Error::Storage`], saying so. A backend implements
 /// [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
 /// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), stored
 /// in the engine's encodings ([`codec`](storage::codec)), and is handed to
