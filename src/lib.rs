@@ -71,12 +71,14 @@ mod time;
 /// Where a forum is kept: the interface a storage backend implements, and the
 /// offline checks of a forum file.
 ///
-/// [`Forum::open`] picks the backend from its argument: a path opens an embedded
-/// forum file (redb), a `postgres://` URL a forum in PostgreSQL (with the
-/// `postgres` cargo feature, see [`POSTGRES`](storage::POSTGRES)). Another backend
-/// implements [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
-/// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), and is
-/// handed to [`Forum::with_store`].
+/// [`Forum::open`] opens an embedded forum file (redb). A forum in PostgreSQL is
+/// opened through the crate `parley-postgres` (`parley_postgres::open` takes a
+/// path or a `postgres://` URL); this crate alone refuses such a URL with
+/// [`Error::Storage`], saying so. A backend implements
+/// [`Store`](storage::Store) and its transactions ([`ReadTx`](storage::ReadTx),
+/// [`WriteTx`](storage::WriteTx)) over the [`records`](storage::records), stored
+/// in the engine's encodings ([`codec`](storage::codec)), and is handed to
+/// [`Forum::with_store`].
 pub mod storage {
     pub use crate::protocol::ids::IdKind;
     pub use crate::store::{
@@ -85,17 +87,21 @@ pub mod storage {
     };
     pub use crate::store::{is_postgres_url, scheme, without_password};
 
-    /// Whether this build has the PostgreSQL backend: the `postgres` cargo feature
-    /// (off by default, so that the embedded engine links no async runtime, TLS
-    /// stack or socket code). Without it, [`Forum::open`] of a `postgres://` URL is
-    /// refused with [`Error::Storage`](crate::Error::Storage) saying so.
-    pub const POSTGRES: bool = cfg!(feature = "postgres");
+    /// The words of a message body as the word index keeps them (SPEC §14.4):
+    /// distinct and sorted, as [`ReadTx::search_words`] receives them. A backend
+    /// indexes these in [`WriteTx::index_words`].
+    pub use crate::protocol::words::distinct as distinct_words;
 
-    // A test hook, not API (a forum opens its backend in `Forum::open`):
-    // tests/postgres.rs holds a snapshot open beside a forum (`PgStore::open`).
-    #[cfg(feature = "postgres")]
-    #[doc(hidden)]
-    pub use crate::store::PgStore;
+    /// The stored form of the records: a compact binary layout for messages and
+    /// threads (read by every post), JSON for the others. A backend stores these
+    /// bytes as they are, so that every result is byte for byte the embedded
+    /// backend's; the layout is the redb file format's (`docs/storage.md`).
+    pub mod codec {
+        pub use crate::store::codec::{
+            decode, decode_json, decode_thread, encode, encode_json, encode_thread, head,
+            HEAD_BYTES,
+        };
+    }
 }
 
 pub use config::{Clock, Config, Durability, Limits, Progress};

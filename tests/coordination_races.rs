@@ -254,8 +254,8 @@ fn sixteen_threads_over_two_engines_race_for_one_lease_in_postgresql() {
         return;
     };
     let url = support::fresh_url(&base, "race");
-    let one = Forum::open(&url, Config::default()).unwrap();
-    let two = Forum::open(&url, Config::default()).unwrap();
+    let one = parley_postgres::open(&url, Config::default()).unwrap();
+    let two = parley_postgres::open(&url, Config::default()).unwrap();
     let tokens: Vec<String> = (0..16).map(|i| rw(&one, &format!("agent{i}"))).collect();
     race(&[one, two], &tokens);
 }

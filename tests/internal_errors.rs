@@ -26,7 +26,7 @@ fn a_panic_inside_a_post_is_an_internal_error_on_postgres() {
         return;
     };
     let url = support::fresh_url(&base, "internal_errors");
-    panic_then_post(&Forum::open(url, Config::default()).unwrap());
+    panic_then_post(&parley_postgres::open(url, Config::default()).unwrap());
 }
 
 /// A post that panics inside the engine fails as `Error::Internal`; nothing of it

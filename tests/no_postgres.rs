@@ -1,9 +1,6 @@
-//! A build without the `postgres` feature (the default): a `postgres://` or
-//! `postgresql://` forum is refused in words that say how to get a build with
-//! PostgreSQL, never taken for a file's name, and its password never shown.
-//! Runs only without the feature: `cargo test -p parley-forum --test no_postgres`.
-
-#![cfg(not(feature = "postgres"))]
+//! The engine alone (`Forum::open`, without the crate parley-postgres): a
+//! `postgres://` or `postgresql://` forum is refused in words that say how to open
+//! it, never taken for a file's name, and its password never shown.
 
 use parley_forum::{Config, Error, Forum};
 
@@ -24,14 +21,10 @@ fn assert_refused(result: parley_forum::Result<Forum>, url: &str) {
         text.contains("this build of Parley has no PostgreSQL support"),
         "{text}"
     );
-    assert!(text.contains("the `postgres` cargo feature"), "{text}");
+    assert!(text.contains("the `parley-postgres` crate"), "{text}");
+    assert!(text.contains("parley_postgres::open"), "{text}");
     assert!(text.contains("--features postgres"), "{text}");
     assert!(!text.contains("secret"), "the password is shown: {text}");
-}
-
-#[test]
-fn the_build_says_it_has_no_postgres() {
-    const { assert!(!parley_forum::storage::POSTGRES) };
 }
 
 #[test]

@@ -82,7 +82,7 @@ impl World {
         config.limits.writes_per_minute = 0;
         config.durability = parley_forum::Durability::Volatile;
         let url = support::fresh_url(&base, "props");
-        Some(World::on(Forum::open(url, config).unwrap()))
+        Some(World::on(parley_postgres::open(url, config).unwrap()))
     }
 
     fn on(forum: Forum) -> World {

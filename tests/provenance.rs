@@ -452,8 +452,8 @@ fn racing_imports_of_one_claim_land_once() {
         targets.push((
             "postgres".into(),
             vec![
-                Forum::open(&url, cfg()).unwrap(),
-                Forum::open(&url, cfg()).unwrap(),
+                parley_postgres::open(&url, cfg()).unwrap(),
+                parley_postgres::open(&url, cfg()).unwrap(),
             ],
             None,
         ));

@@ -53,14 +53,23 @@ fn the_key_is_kept_in_postgresql_and_racing_engines_agree() {
     let url = support::fresh_url(&base, "key_race");
     let keys: Vec<RealmKey> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| Forum::open(&url, Config::default()).unwrap().realm_key()))
+            .map(|_| {
+                s.spawn(|| {
+                    parley_postgres::open(&url, Config::default())
+                        .unwrap()
+                        .realm_key()
+                })
+            })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
-    let reopened = Forum::open(&url, Config::default()).unwrap().realm_key();
+    let reopened = parley_postgres::open(&url, Config::default())
+        .unwrap()
+        .realm_key();
     assert_eq!(reopened, keys[0]);
-    let other = Forum::open(support::fresh_url(&base, "key_other"), Config::default()).unwrap();
+    let other =
+        parley_postgres::open(support::fresh_url(&base, "key_other"), Config::default()).unwrap();
     assert_ne!(other.realm_key(), keys[0]);
 }
 

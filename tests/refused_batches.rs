@@ -179,7 +179,8 @@ fn refused_posts_make_no_commit_on_postgres() {
         return;
     };
     let name = support::fresh_name("refused");
-    let forum = Forum::open(support::with_forum(&base, &name), Config::default()).unwrap();
+    let forum =
+        parley_postgres::open(support::with_forum(&base, &name), Config::default()).unwrap();
     let (writer, reader, thread) = setup(&forum);
     let before = generation(&base, &name);
 

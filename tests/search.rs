@@ -166,7 +166,7 @@ proptest! {
         if let Some(base) = support::server() {
             let mut config = config();
             config.durability = parley_forum::Durability::Volatile;
-            let forum = Forum::open(support::fresh_url(&base, "search"), config).unwrap();
+            let forum = parley_postgres::open(support::fresh_url(&base, "search"), config).unwrap();
             search_matches_brute_force(forum, &bodies, &queries)?;
         }
     }

@@ -25,7 +25,7 @@ fn open(place: &str) -> Forum {
     // Thousands of notes without progress: the test is about the list's index,
     // not loops (SPEC §15).
     config.guards = false;
-    Forum::open(place, config).unwrap()
+    parley_postgres::open(place, config).unwrap()
 }
 
 fn num(key: &str) -> u64 {

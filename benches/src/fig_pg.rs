@@ -80,7 +80,7 @@ impl Pg {
     }
 
     /// The schema that holds this run's forum `name` (`parley_<forum>`, as
-    /// `Forum::open` documents).
+    /// `parley_postgres::PgStore::open` documents).
     fn forum_schema(&self, name: &str) -> String {
         format!("parley_{}_{name}", self.run)
     }
@@ -109,7 +109,7 @@ impl Pg {
     }
 
     fn open(&self, name: &str, durable: bool) -> Res<Forum> {
-        Forum::open(self.forum_url(name), config(durable)?)
+        parley_postgres::open(self.forum_url(name), config(durable)?)
             .map_err(|e| format!("open the PostgreSQL forum {name}: {e}"))
     }
 }
@@ -303,7 +303,8 @@ fn epoch_seconds() -> f64 {
 /// wall-clock start and end (seconds since the epoch, comparable across processes).
 /// Ends at the end of its input.
 pub fn writers_child(url: &str, writers: usize, posts: usize) -> Res<()> {
-    let forum = Forum::open(url, config(true)?).map_err(|e| format!("open {url}: {e}"))?;
+    let forum =
+        parley_postgres::open(url, config(true)?).map_err(|e| format!("open {url}: {e}"))?;
     let cast = Cast::new(&forum, writers, 64)?;
     post_rate(&forum, &cast, &cast.batch(writers, 2))?;
     let mut out = std::io::stdout().lock();

@@ -78,26 +78,21 @@ impl std::fmt::Debug for Forum {
 }
 
 impl Forum {
-    /// Creates or opens the forum file at `path`, or, when `path` is a
-    /// `postgres://` (or `postgresql://`) URL, the forum in that PostgreSQL
-    /// database, which other engines may share. The URL's `forum` parameter names
-    /// the forum (`main` when absent); every other part is libpq's URL form
-    /// (`docs/deployment.md`).
+    /// Creates or opens the forum file at `path`.
     ///
-    /// A file or database written by a newer schema version is refused with
-    /// [`Error::SchemaTooNew`]; a redb file or a schema of another application with
-    /// [`Error::NotAForum`]. PostgreSQL needs the `postgres` cargo feature
-    /// ([`storage::POSTGRES`](crate::storage::POSTGRES)): a build without it refuses
-    /// a `postgres://` URL with [`Error::Storage`], saying so.
+    /// A file written by a newer schema version is refused with
+    /// [`Error::SchemaTooNew`]; a redb file of another application with
+    /// [`Error::NotAForum`]. A forum in PostgreSQL opens through the crate
+    /// `parley-postgres` (`parley_postgres::open`, which takes a path too): here a
+    /// `postgres://` (or `postgresql://`) URL is refused with [`Error::Storage`],
+    /// saying so, and never taken for a file's name.
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         Forum::open_in(path.as_ref(), config, true)
     }
 
     /// Opens the forum at `path` as [`Forum::open`] does, but only a forum that is
     /// already there: a missing or empty file is refused and left as it was (not a
-    /// byte written), so that a mistyped path on a read never starts a forum. A
-    /// `postgres://` URL naming a forum the database does not hold is refused the
-    /// same way, nothing created.
+    /// byte written), so that a mistyped path on a read never starts a forum.
     pub fn open_existing(path: impl AsRef<Path>, config: Config) -> Result<Forum> {
         Forum::open_in(path.as_ref(), config, false)
     }
@@ -106,7 +101,11 @@ impl Forum {
         config.validate()?;
         if let Some(text) = path.to_str() {
             if is_postgres_url(text) {
-                return Forum::open_postgres(text, config, create);
+                return Err(Error::storage(format!(
+                    "{}: {}",
+                    crate::store::without_password(text),
+                    crate::store::NO_POSTGRES
+                )));
             }
             // Another database's URL is refused, not taken for a file's name (nor
             // echoed with its password).
@@ -125,29 +124,6 @@ impl Forum {
             RedbStore::open_existing_with(path, durability, progress)?
         };
         Forum::with_store(Box::new(store), config)
-    }
-
-    /// The forum in PostgreSQL that `url` names.
-    #[cfg(feature = "postgres")]
-    fn open_postgres(url: &str, config: Config, create: bool) -> Result<Forum> {
-        use crate::store::PgStore;
-        let store = if create {
-            PgStore::open(url, config.durability)?
-        } else {
-            PgStore::open_existing(url, config.durability)?
-        };
-        Forum::with_store(Box::new(store), config)
-    }
-
-    /// A build without the PostgreSQL backend refuses its URLs in words (never
-    /// taking one for a file's name), and says how to get a build that has it.
-    #[cfg(not(feature = "postgres"))]
-    fn open_postgres(url: &str, _config: Config, _create: bool) -> Result<Forum> {
-        Err(Error::storage(format!(
-            "{}: {}",
-            crate::store::without_password(url),
-            crate::store::NO_POSTGRES
-        )))
     }
 
     /// A forum in memory, gone when dropped. For tests and throwaway use.

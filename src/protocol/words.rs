@@ -24,7 +24,7 @@ pub(crate) fn split(text: &str) -> Vec<String> {
 }
 
 /// The distinct words of `text`, sorted (the order the index stores them in).
-pub(crate) fn distinct(text: &str) -> Vec<String> {
+pub fn distinct(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_distinct(text, |w| out.push(w.to_string()));
     out

@@ -57,12 +57,12 @@ struct In<'a> {
 }
 
 /// A record stored as JSON (tokens, identities, claims, events).
-pub(crate) fn encode_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+pub fn encode_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::storage(format!("encoding a record: {e}")))
 }
 
 /// A record stored as JSON, read back.
-pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+pub fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes)
         .map_err(|e| Error::storage(format!("a stored record is unreadable: {e}")))
 }
@@ -121,7 +121,7 @@ impl In<'_> {
 }
 
 /// The stored bytes of a thread.
-pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
+pub fn encode_thread(t: &ThreadRec) -> Vec<u8> {
     let mut out = Out(Vec::with_capacity(256));
     out.u8(THREAD_FORMAT);
     out.u64(t.id);
@@ -159,7 +159,7 @@ pub(crate) fn encode_thread(t: &ThreadRec) -> Vec<u8> {
 }
 
 /// A thread back from its stored bytes.
-pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
+pub fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
     let mut r = In { buf: bytes, at: 0 };
     let format = r.u8()?;
     if format != THREAD_FORMAT {
@@ -212,7 +212,7 @@ pub(crate) fn decode_thread(bytes: &[u8]) -> Result<ThreadRec> {
 }
 
 /// The stored bytes of a message.
-pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
+pub fn encode(m: &MessageRec) -> Vec<u8> {
     let mut out = Out(Vec::with_capacity(64 + m.body.len()));
     out.u8(FORMAT);
     out.u64(m.id);
@@ -254,12 +254,11 @@ pub(crate) fn encode(m: &MessageRec) -> Vec<u8> {
 /// parent): the format byte, the id, the act's name (at most 7 bytes and its
 /// length), the thread and the optional parent. A backend may read only these
 /// (PostgreSQL does: `substring` of the stored bytes).
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-pub(crate) const HEAD_BYTES: usize = 1 + 8 + (4 + 7) + 8 + (1 + 8);
+pub const HEAD_BYTES: usize = 1 + 8 + (4 + 7) + 8 + (1 + 8);
 
 /// The head of a stored message (SPEC §17's digest), read in place from its
 /// first [`HEAD_BYTES`] bytes or more; the body is never looked at.
-pub(crate) fn head(bytes: &[u8]) -> Result<MessageHead> {
+pub fn head(bytes: &[u8]) -> Result<MessageHead> {
     let mut r = In { buf: bytes, at: 0 };
     message_format(&mut r)?;
     let id = r.u64()?;
@@ -288,7 +287,7 @@ pub(crate) fn body(bytes: &[u8]) -> Result<&str> {
 }
 
 /// A message back from its stored bytes.
-pub(crate) fn decode(bytes: &[u8]) -> Result<MessageRec> {
+pub fn decode(bytes: &[u8]) -> Result<MessageRec> {
     let mut r = In { buf: bytes, at: 0 };
     message_format(&mut r)?;
     let id = r.u64()?;

@@ -4,22 +4,17 @@
 //! position, and apply the writes of one post inside one transaction. A backend
 //! commits a [`WriteTx`] whole or not at all.
 
-mod codec;
-// The shared backend, with its client, tokio and rustls: only in builds that ask
-// for it, so that the embedded engine links no async runtime and no socket code.
-#[cfg(feature = "postgres")]
-mod postgres;
+// Public through `storage::codec`: the PostgreSQL backend (crate parley-postgres)
+// stores the same bytes.
+pub(crate) mod codec;
 pub use crate::protocol::records;
 // The embedded backend (`redb/`); the crate of the same name is `::redb`.
 mod redb;
 mod url;
 
-#[cfg(feature = "postgres")]
-pub use postgres::PgStore;
 pub use redb::check::{check, CheckReport};
 pub(crate) use redb::RedbStore;
 pub use redb::{check_integrity, held_open};
-#[cfg(not(feature = "postgres"))]
 pub(crate) use url::NO_POSTGRES;
 pub use url::{is_postgres_url, scheme, without_password};
 

@@ -1,13 +1,14 @@
 //! Telling a database's URL from a forum file's path, and showing a URL without its
-//! password. Kept apart from the PostgreSQL backend: a build without it (the
-//! `postgres` feature off) must still recognise a `postgres://` URL, to refuse it
-//! in words rather than create a file of that name.
+//! password. In the engine, not in the PostgreSQL backend (crate parley-postgres):
+//! the engine alone must still recognise a `postgres://` URL, to refuse it in words
+//! rather than create a file of that name, and the backend and the hosts use the
+//! same rules.
 
-/// Why a build without the `postgres` feature refuses a `postgres://` URL, and
-/// how to get one that opens it. Stable words: hosts and tests match on them.
-#[cfg(not(feature = "postgres"))]
+/// Why the engine alone refuses a `postgres://` URL, and how to open one. Stable
+/// words: hosts and tests match on them.
 pub(crate) const NO_POSTGRES: &str = "this build of Parley has no PostgreSQL support; \
-    build parley-forum with the `postgres` cargo feature (the C library: \
+    open a postgres:// forum through the `parley-postgres` crate \
+    (`parley_postgres::open`; the C library: \
     `cargo cbuild -p parley-c --features postgres`); the Python package parley-forum \
     and the `parley` command always have it";
 

@@ -48,7 +48,8 @@ pub fn forums(
     let mut all = vec![("redb".to_string(), redb, clock, Some(dir))];
     if let Some(base) = support::server() {
         let clock = Clock(Arc::new(AtomicI64::new(T0)));
-        let pg = Forum::open(support::fresh_url(&base, tag), config(settings, &clock)).unwrap();
+        let pg = parley_postgres::open(support::fresh_url(&base, tag), config(settings, &clock))
+            .unwrap();
         all.push(("postgres".to_string(), pg, clock, None));
     }
     all

@@ -8,18 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The server's URL, or `None` when none was started. With
 /// `PARLEY_TEST_PG_REQUIRED` set (the test command sets it), a missing server
-/// fails the test instead of skipping it. A build without the `postgres` feature
-/// has no server to test: skipped, or failed under `PARLEY_TEST_PG_REQUIRED`.
+/// fails the test instead of skipping it. Its forums open through the backend's
+/// crate (`parley_postgres::open`), a dependency of every package whose tests
+/// include this file.
 pub fn server() -> Option<String> {
-    if !parley_forum::storage::POSTGRES {
-        assert!(
-            std::env::var_os("PARLEY_TEST_PG_REQUIRED").is_none(),
-            "PARLEY_TEST_PG_REQUIRED is set but this build has no PostgreSQL backend \
-             (cargo test --features postgres)"
-        );
-        eprintln!("skipped: built without PostgreSQL (cargo test --features postgres)");
-        return None;
-    }
     match std::env::var("PARLEY_TEST_PG") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -76,7 +68,7 @@ pub fn forums(
     let redb = parley_forum::Forum::open(dir.path().join("forum.redb"), config()).unwrap();
     let mut all = vec![("redb".to_string(), redb, Some(dir))];
     if let Some(base) = server() {
-        let pg = parley_forum::Forum::open(fresh_url(&base, tag), config()).unwrap();
+        let pg = parley_postgres::open(fresh_url(&base, tag), config()).unwrap();
         all.push(("postgres".to_string(), pg, None));
     }
     all

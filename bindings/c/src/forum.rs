@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ::parley_forum::{Config, Forum, TokenSpec};
@@ -103,6 +103,20 @@ fn path_of(bytes: &CStr) -> Result<PathBuf, Failure> {
     Ok(PathBuf::from(text))
 }
 
+/// A path's forum, with the `postgres` feature through the crate parley-postgres:
+/// a `postgres://` path opens in PostgreSQL, any other goes to `Forum::open`.
+#[cfg(feature = "postgres")]
+fn open_path(path: &Path, config: Config) -> ::parley_forum::Result<Forum> {
+    parley_postgres::open(path, config)
+}
+
+/// A path's forum, without the `postgres` feature: `Forum::open`, which refuses a
+/// `postgres://` path in words that say how to get a library that opens it.
+#[cfg(not(feature = "postgres"))]
+fn open_path(path: &Path, config: Config) -> ::parley_forum::Result<Forum> {
+    Forum::open(path, config)
+}
+
 /// Opens the forum file at `path`, creating it if it does not exist, or a forum in
 /// memory when `path` is NULL. A `path` of the form `postgres://…?forum=NAME`
 /// opens (or creates) a forum in that PostgreSQL database, which other processes
@@ -146,7 +160,7 @@ pub unsafe extern "C" fn parley_forum_open(
         let forum = if path.is_null() {
             Forum::in_memory(config)?
         } else {
-            Forum::open(path_of(CStr::from_ptr(path))?, config)?
+            open_path(&path_of(CStr::from_ptr(path))?, config)?
         };
         *out = Box::into_raw(Box::new(parley_forum {
             forum,

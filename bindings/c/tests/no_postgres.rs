@@ -35,6 +35,7 @@ fn a_postgres_path_is_refused_in_words() {
             message.contains("cargo cbuild -p parley-c --features postgres"),
             "{message}"
         );
+        assert!(message.contains("parley-postgres"), "{message}");
         assert!(
             !message.contains("secret"),
             "the password is shown: {message}"

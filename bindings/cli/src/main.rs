@@ -538,7 +538,7 @@ fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
     if control::is_shared(path) {
         // The backend's errors name the database without its password; the URL
         // itself is never printed.
-        return Forum::open(path, config).map_err(|err| Failure::Other(err.to_string()));
+        return parley_postgres::open(path, config).map_err(|err| Failure::Other(err.to_string()));
     }
     if !create && !path.exists() {
         return Err(Failure::Other(format!(
@@ -547,9 +547,9 @@ fn open(path: &Path, config: Config, create: bool) -> Result<Forum, Failure> {
         )));
     }
     let opened = if create {
-        Forum::open(path, config)
+        parley_postgres::open(path, config)
     } else {
-        Forum::open_existing(path, config)
+        parley_postgres::open_existing(path, config)
     };
     opened.map_err(|err| {
         let (text, shown) = (err.to_string(), path.display().to_string());

@@ -118,7 +118,7 @@ impl PyForum {
         let opened = match &path {
             Some(path) => {
                 let path = path.clone();
-                py.detach(move || Forum::open(path, config))
+                py.detach(move || parley_postgres::open(path, config))
             }
             None => Forum::in_memory(config),
         };

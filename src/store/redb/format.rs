@@ -1,6 +1,6 @@
 //! The file format's versions, in order, each with a fingerprint of its layout
 //! and the step that migrates a file of the previous version, as
-//! `store::postgres::schema` keeps its schema's versions.
+//! parley-postgres's `schema` module keeps its schema's versions.
 //!
 //! A format is a promise: a file written by a release is read by every later
 //! one. The fingerprint hashes what a file holds: each table's name and its key

@@ -2,7 +2,7 @@
 //! share one forum: ids, token revocation, rate limits, waits and batches across
 //! engines.
 
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
 
 use std::sync::Arc;
@@ -19,7 +19,8 @@ struct Pair {
 
 fn pair(base: &str, settings: Value) -> Pair {
     let url = support::fresh_url(base, "pair");
-    let open = || Arc::new(Forum::open(&url, Config::from_json(&settings).unwrap()).unwrap());
+    let open =
+        || Arc::new(parley_postgres::open(&url, Config::from_json(&settings).unwrap()).unwrap());
     Pair {
         a: open(),
         b: open(),
@@ -161,7 +162,7 @@ fn a_commit_without_a_change_record_makes_the_other_engines_start_their_caches_o
     };
     let url = support::fresh_url(&base, "gap");
     let name = url.rsplit("forum=").next().expect("named").to_string();
-    let forum = Forum::open(&url, Config::default()).unwrap();
+    let forum = parley_postgres::open(&url, Config::default()).unwrap();
     let token = llm(&forum, "agent");
     ask(&forum, &token, "cached now");
     let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
@@ -185,7 +186,7 @@ fn the_change_log_keeps_only_the_last_commits() {
     let url = support::fresh_url(&base, "log");
     let name = url.rsplit("forum=").next().expect("named").to_string();
     let settings = json!({"durable": false, "limits": {"writes_per_minute": 0}});
-    let forum = Forum::open(&url, Config::from_json(&settings).unwrap()).unwrap();
+    let forum = parley_postgres::open(&url, Config::from_json(&settings).unwrap()).unwrap();
     let token = llm(&forum, "agent");
     for n in 0..1200 {
         ask(&forum, &token, &format!("question {n}"));
@@ -325,13 +326,12 @@ fn posts_of_one_engine_share_transactions_and_reads_never_block_the_writer() {
     let url = support::fresh_url(&base, "group");
     let mut config = Config::default();
     config.limits.writes_per_minute = 0;
-    let forum = Arc::new(Forum::open(&url, config).unwrap());
+    let forum = Arc::new(parley_postgres::open(&url, config).unwrap());
     let token = llm(&forum, "writer");
 
     // A snapshot held open on the side: it sees none of the posts below, and the
     // writer does not wait for it.
-    let store =
-        parley_forum::storage::PgStore::open(&url, parley_forum::Durability::Durable).unwrap();
+    let store = parley_postgres::PgStore::open(&url, parley_forum::Durability::Durable).unwrap();
     let snapshot = parley_forum::storage::Store::read(&store).unwrap();
     let before = snapshot
         .last_id(parley_forum::storage::IdKind::Message)

@@ -2,12 +2,12 @@
 //! where the role or the database turns `synchronous_commit` off (a common tuning):
 //! the commit whose flush the engine relies on forces it on.
 
-#[path = "pg/database.rs"]
+#[path = "../../tests/pg/database.rs"]
 mod database;
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
 
-use parley_forum::{Config, Forum, Right, TokenSpec};
+use parley_forum::{Config, Right, TokenSpec};
 use serde_json::json;
 
 /// The server's log from byte `from` on (the server of `tests/pg/server.sh` logs
@@ -56,7 +56,7 @@ fn the_flushing_commit_runs_with_synchronous_commit_on_where_the_database_turns_
     drop(probe);
 
     let from = log_size(&mut admin);
-    let forum = Forum::open(support::fresh_url(&db.url, "durable"), Config::default())
+    let forum = parley_postgres::open(support::fresh_url(&db.url, "durable"), Config::default())
         .expect("opens durable");
     let token = forum
         .create_token(&TokenSpec::llm("bob", &[Right::Read, Right::Write]))

@@ -117,8 +117,8 @@ impl<'a> Stmt<'a> {
 }
 
 /// The error of a stored value that does not read back.
-pub(super) fn damaged(what: &str) -> crate::error::Error {
-    crate::error::Error::storage(format!("a stored {what} is unreadable"))
+pub(super) fn damaged(what: &str) -> parley_forum::Error {
+    parley_forum::Error::storage(format!("a stored {what} is unreadable"))
 }
 
 #[cfg(test)]

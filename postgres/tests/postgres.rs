@@ -2,9 +2,9 @@
 //! database adds (refusals of schemas that are not ours or are newer). Several
 //! engines on one forum are in `postgres_engines.rs`.
 
-#[path = "conformance/harness.rs"]
+#[path = "../../tests/conformance/harness.rs"]
 mod harness;
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
 
 use parley_forum::{Config, Error, Forum, Right, TokenSpec};
@@ -21,7 +21,7 @@ fn every_transcript_passes_on_postgres() {
     let mut steps = 0;
     for path in transcript_paths() {
         steps += load_transcript(&path).map(|t| t.steps.len()).unwrap_or(0);
-        let open = |config: Config| Forum::open(support::fresh_url(&base, "tr"), config);
+        let open = |config: Config| parley_postgres::open(support::fresh_url(&base, "tr"), config);
         failures.extend(run_transcript_on(&path, &mut direct_call, &open));
     }
     assert!(steps > 100, "only {steps} steps ran");
@@ -46,8 +46,8 @@ fn a_schema_of_another_application_is_refused_and_left_untouched() {
              INSERT INTO parley_{name}.orders VALUES (1), (2)"
         ))
         .expect("a foreign schema");
-    let err =
-        Forum::open(support::with_forum(&base, &name), Config::default()).expect_err("not a forum");
+    let err = parley_postgres::open(support::with_forum(&base, &name), Config::default())
+        .expect_err("not a forum");
     assert!(matches!(err, Error::NotAForum(_)), "{err}");
     assert!(err.to_string().contains("orders"), "{err}");
     let tables: i64 = client
@@ -71,7 +71,7 @@ fn a_schema_written_by_a_newer_release_is_refused() {
         return;
     };
     let url = support::fresh_url(&base, "newer");
-    drop(Forum::open(&url, Config::default()).expect("a new forum"));
+    drop(parley_postgres::open(&url, Config::default()).expect("a new forum"));
     let name = url.rsplit("forum=").next().expect("named").to_string();
     let mut client = postgres::Client::connect(&base, postgres::NoTls).expect("connects");
     client
@@ -82,7 +82,7 @@ fn a_schema_written_by_a_newer_release_is_refused() {
             &[],
         )
         .expect("updated");
-    let err = Forum::open(&url, Config::default()).expect_err("too new");
+    let err = parley_postgres::open(&url, Config::default()).expect_err("too new");
     assert!(
         matches!(err, Error::SchemaTooNew { found: 99, .. }),
         "{err}"
@@ -163,7 +163,7 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
     let url = support::fresh_url(&base, "v1");
     let name = url.rsplit("forum=").next().expect("named").to_string();
     let (token, other, thread) = {
-        let forum = Forum::open(&url, Config::default()).expect("a new forum");
+        let forum = parley_postgres::open(&url, Config::default()).expect("a new forum");
         let token = forum
             .create_token(&TokenSpec::llm("a", &[Right::Read, Right::Write]))
             .expect("token");
@@ -197,7 +197,7 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
             .any(|(c, coll)| c == "turns.identity" && coll == "default"),
         "version 1 compared in the database's collation"
     );
-    let forum = Forum::open(&url, Config::default()).expect("migrated on open");
+    let forum = parley_postgres::open(&url, Config::default()).expect("migrated on open");
     assert_bytewise(&mut client, &name);
     let version: i64 = client
         .query_one(
@@ -274,22 +274,22 @@ fn a_version_1_schema_gains_the_array_word_index_the_change_log_the_c_collation_
 
 #[test]
 fn an_unreachable_server_is_a_clear_storage_error() {
-    let err = Forum::open(
+    let err = parley_postgres::open(
         "postgres://nobody@localhost/none?host=/nonexistent-dir&connect_timeout=1",
         Config::default(),
     )
     .expect_err("no server");
     assert!(matches!(err, Error::Storage(_)), "{err}");
     assert!(err.to_string().contains("cannot reach PostgreSQL"), "{err}");
-    let err = Forum::open(
+    let err = parley_postgres::open(
         "postgres://me:hunter2@localhost/x?forum=BAD",
         Config::default(),
     )
     .expect_err("bad name");
     assert!(!err.to_string().contains("hunter2"), "{err}");
     // Another database's URL is no file name, and its password is not echoed.
-    let err =
-        Forum::open("mysql://me:hunter2@localhost/x", Config::default()).expect_err("not ours");
+    let err = parley_postgres::open("mysql://me:hunter2@localhost/x", Config::default())
+        .expect_err("not ours");
     assert!(matches!(err, Error::Storage(_)), "{err}");
     assert!(err.to_string().contains("mysql://"), "{err}");
     assert!(!err.to_string().contains("hunter2"), "{err}");
@@ -340,7 +340,7 @@ fn every_transcript_gives_the_same_results_on_both_backends() {
             };
             let open = |config: Config| {
                 if on_postgres {
-                    Forum::open(support::fresh_url(&base, "same"), config)
+                    parley_postgres::open(support::fresh_url(&base, "same"), config)
                 } else {
                     Forum::in_memory(config)
                 }
@@ -367,7 +367,8 @@ fn quotes_and_backslashes_are_stored_as_they_are() {
     let Some(base) = support::server() else {
         return;
     };
-    let forum = Forum::open(support::fresh_url(&base, "quotes"), Config::default()).unwrap();
+    let forum =
+        parley_postgres::open(support::fresh_url(&base, "quotes"), Config::default()).unwrap();
     let token = forum
         .create_token(&TokenSpec::llm("quoter", &[Right::Read, Right::Write]))
         .unwrap();

@@ -19,9 +19,9 @@ use postgres::SimpleQueryRow;
 use super::cache::{self, Changed, Version, View};
 use super::conn::{Conn, Pool};
 use super::sql::damaged;
-use crate::error::Result;
+use parley_forum::Result;
 
-/// The last id of each kind, in [`crate::protocol::ids::IdKind`] order.
+/// The last id of each kind, in [`IdKind`](parley_forum::storage::IdKind) order.
 const LAST_IDS: &str = "SELECT (SELECT coalesce(max(id), 0) FROM threads)::text, \
      (SELECT coalesce(max(id), 0) FROM messages)::text, \
      (SELECT coalesce(max(id), 0) FROM claims)::text, \
@@ -128,7 +128,7 @@ fn version(rows: &[SimpleQueryRow]) -> Result<Version> {
     })
 }
 
-/// The last ids, in [`crate::protocol::ids::IdKind`] order.
+/// The last ids, in [`IdKind`](parley_forum::storage::IdKind) order.
 fn last_ids(rows: &[SimpleQueryRow]) -> Result<[u64; 4]> {
     let texts: [String; 4] = one_row(rows, "id")?;
     let mut ids = [0; 4];

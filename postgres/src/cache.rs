@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::records::{ClaimRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
+use parley_forum::storage::records::{ClaimRec, IdentityRec, MessageRec, ThreadRec, TokenRec};
 
 /// Records of one kind kept, at most; past it the kind starts over.
 const KEPT: usize = 4096;

@@ -7,9 +7,9 @@
 //! resource are judged one after the other, each seeing the other's commit.
 
 use super::read::{big, Tx};
-use crate::error::Result;
-use crate::store::codec::{decode_json, encode_json};
-use crate::store::records::{LeaseRec, PresenceRec};
+use parley_forum::storage::codec::{decode_json, encode_json};
+use parley_forum::storage::records::{LeaseRec, PresenceRec};
+use parley_forum::Result;
 
 impl Tx<'_> {
     pub(super) fn read_presences(&self, identity: Option<&str>) -> Result<Vec<PresenceRec>> {

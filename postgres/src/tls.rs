@@ -30,7 +30,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::error::{Error, Result};
+use parley_forum::{Error, Result};
 
 /// The values `sslmode` takes, as libpq spells them.
 const MODES: &str = "disable, prefer, require, verify-ca, verify-full";

@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use super::read::{big, Tx};
 use super::sql::Stmt;
-use crate::config::Durability;
-use crate::error::Result;
-use crate::protocol::ids::IdKind;
-use crate::protocol::words;
-use crate::store::codec::{self, encode_json};
-use crate::store::records::{
+use parley_forum::storage::codec::{self, encode_json};
+use parley_forum::storage::distinct_words;
+use parley_forum::storage::records::{
     ClaimRec, EventRec, IdentityRec, MessageRec, Remembered, ThreadRec, ThreadSpot, TokenRec,
 };
-use crate::store::{Durable, Forgot, ReadTx, WriteTx};
+use parley_forum::storage::IdKind;
+use parley_forum::storage::{Durable, Forgot, ReadTx, WriteTx};
+use parley_forum::Durability;
+use parley_forum::Result;
 
 impl Tx<'_> {
     fn writing(&mut self) -> &mut super::read::Writing {
@@ -25,7 +25,7 @@ impl Tx<'_> {
     }
 
     /// What this transaction read and wrote (`cache.rs`).
-    fn seen(&mut self) -> &mut crate::store::postgres::cache::Records {
+    fn seen(&mut self) -> &mut crate::cache::Records {
         self.cache.seen.get_mut()
     }
 
@@ -36,7 +36,7 @@ impl Tx<'_> {
 }
 
 impl WriteTx for Tx<'_> {
-    fn put_presence(&mut self, rec: &crate::store::records::PresenceRec) -> Result<()> {
+    fn put_presence(&mut self, rec: &parley_forum::storage::records::PresenceRec) -> Result<()> {
         self.write_presence(rec)
     }
 
@@ -44,7 +44,7 @@ impl WriteTx for Tx<'_> {
         self.take_lease_id()
     }
 
-    fn put_lease(&mut self, rec: &crate::store::records::LeaseRec) -> Result<()> {
+    fn put_lease(&mut self, rec: &parley_forum::storage::records::LeaseRec) -> Result<()> {
         self.write_lease(rec)
     }
 
@@ -55,7 +55,7 @@ impl WriteTx for Tx<'_> {
     fn put_artifact(
         &mut self,
         digest: &[u8; 32],
-        rec: &crate::store::records::ArtifactRec,
+        rec: &parley_forum::storage::records::ArtifactRec,
     ) -> Result<()> {
         self.write_artifact(digest, rec)
     }
@@ -177,7 +177,7 @@ impl WriteTx for Tx<'_> {
         let Some(MessageRec { thread, body, .. }) = self.message(message)? else {
             return Ok(());
         };
-        let held = words::distinct(&body);
+        let held = distinct_words(&body);
         if held.is_empty() {
             return Ok(());
         }
@@ -266,7 +266,7 @@ impl WriteTx for Tx<'_> {
             self.writing().changed.last_ids[kind as usize] = self.last_id(kind)?;
         }
         let change = serde_json::to_string(&self.writing().changed)
-            .map_err(|e| crate::error::Error::storage(format!("a change record: {e}")))?;
+            .map_err(|e| parley_forum::Error::storage(format!("a change record: {e}")))?;
         let generation = self.cache.generation() + 1;
         // The last writes and the commit go in one round trip, with the forum's
         // generation one on (`cache.rs`).

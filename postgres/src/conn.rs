@@ -10,11 +10,11 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::config::Durability;
-use crate::error::{Error, Result};
+use parley_forum::Durability;
+use parley_forum::{Error, Result};
 
 use super::tls::{self, SslMode};
-use crate::store::url::without_password;
+use parley_forum::storage::without_password;
 
 /// The most connections a store's calls hold at once when the URL's
 /// `max_connections` does not say (its listener holds one more).

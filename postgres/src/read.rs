@@ -7,14 +7,14 @@ use postgres::Row;
 use super::cache::View;
 use super::conn::{Conn, Pooled};
 use super::sql::damaged;
-use crate::error::Result;
-use crate::protocol::ids::IdKind;
-use crate::protocol::state::State;
-use crate::store::codec::{self, decode_json};
-use crate::store::records::{
+use parley_forum::storage::codec::{self, decode_json};
+use parley_forum::storage::records::{
     ClaimRec, EventRec, IdentityRec, MessageHead, MessageRec, Remembered, ThreadRec, TokenRec,
 };
-use crate::store::{Flow, ReadTx, Visit};
+use parley_forum::storage::IdKind;
+use parley_forum::storage::{Flow, ReadTx, Visit};
+use parley_forum::Result;
+use parley_forum::State;
 
 /// Rows fetched by the first page of a scan; each further page is 4× larger, up to
 /// [`PAGE_MAX`]. Scans usually stop early (a page of a listing), and a page the
@@ -237,19 +237,25 @@ macro_rules! cached {
 }
 
 impl ReadTx for Tx<'_> {
-    fn presences(&self, identity: Option<&str>) -> Result<Vec<crate::store::records::PresenceRec>> {
+    fn presences(
+        &self,
+        identity: Option<&str>,
+    ) -> Result<Vec<parley_forum::storage::records::PresenceRec>> {
         self.read_presences(identity)
     }
 
-    fn leases(&self) -> Result<Vec<crate::store::records::LeaseRec>> {
+    fn leases(&self) -> Result<Vec<parley_forum::storage::records::LeaseRec>> {
         self.read_leases()
     }
 
-    fn lease(&self, id: u64) -> Result<Option<crate::store::records::LeaseRec>> {
+    fn lease(&self, id: u64) -> Result<Option<parley_forum::storage::records::LeaseRec>> {
         self.read_lease(id)
     }
 
-    fn artifact(&self, digest: &[u8; 32]) -> Result<Option<crate::store::records::ArtifactRec>> {
+    fn artifact(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<parley_forum::storage::records::ArtifactRec>> {
         self.read_artifact(digest)
     }
 

@@ -2,8 +2,8 @@
 //! the bytes (bytea), written once by the forum's one writer.
 
 use super::read::Tx;
-use crate::error::Result;
-use crate::store::records::ArtifactRec;
+use parley_forum::storage::records::ArtifactRec;
+use parley_forum::Result;
 
 impl Tx<'_> {
     pub(super) fn read_artifact(&self, digest: &[u8; 32]) -> Result<Option<ArtifactRec>> {

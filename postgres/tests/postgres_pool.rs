@@ -3,7 +3,7 @@
 //! once: the others wait for a free one, up to the connect timeout, and are then
 //! refused. The database's connections are left for everyone else sharing it.
 
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -51,7 +51,7 @@ fn open(base: &str, tag: &str, params: &str) -> (Forum, String, String, String) 
         "{}&application_name={app}&{params}",
         support::with_forum(base, &name)
     );
-    let forum = Forum::open(&url, Config::default()).expect("opens");
+    let forum = parley_postgres::open(&url, Config::default()).expect("opens");
     let token = forum
         .create_token(&TokenSpec::llm("bob", &[Right::Read, Right::Write]))
         .expect("a token");

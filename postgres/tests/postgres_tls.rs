@@ -2,9 +2,9 @@
 //! on 127.0.0.1 (one with `ssl = on` and a certificate signed by a CA this test
 //! makes, one without TLS).
 
-#[path = "pg/support.rs"]
+#[path = "../../tests/pg/support.rs"]
 mod support;
-#[path = "pg/tcp_server.rs"]
+#[path = "../../tests/pg/tcp_server.rs"]
 mod tcp_server;
 
 use std::path::Path;
@@ -46,7 +46,8 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 
 /// Opens the forum of `url` and posts to it: the connection works end to end.
 fn opens(url: &str) -> Forum {
-    let forum = Forum::open(url, Config::default()).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let forum =
+        parley_postgres::open(url, Config::default()).unwrap_or_else(|e| panic!("{url}: {e}"));
     let token = forum
         .create_token(&TokenSpec::llm("bob", &[Right::Read, Right::Write]))
         .unwrap();
@@ -61,7 +62,7 @@ fn opens(url: &str) -> Forum {
 }
 
 fn refused(url: &str) -> String {
-    let err = Forum::open(url, Config::default()).expect_err(url);
+    let err = parley_postgres::open(url, Config::default()).expect_err(url);
     assert!(matches!(err, Error::Storage(_)), "{url}: {err}");
     err.to_string()
 }

@@ -1,8 +1,8 @@
 //! The forum's tables, versioned: migrations run on open, under the forum's lock.
 
 use super::conn::Pooled;
-use crate::error::{Error, Result};
-use crate::provenance::RealmSecret;
+use parley_forum::provenance::RealmSecret;
+use parley_forum::{Error, Result};
 
 /// Each entry takes the schema from the version of its index to the next. A
 /// database whose version is past the end was written by a newer release and is
@@ -170,11 +170,13 @@ pub(super) fn prepare(pooled: &mut Pooled<'_>, create: bool) -> Result<(u64, Rea
 /// advisory lock serialises `prepare` already; the insert-if-absent keeps that
 /// true without it).
 fn realm_secret(conn: &mut super::conn::Conn) -> Result<RealmSecret> {
-    let offered =
-        RealmSecret::generate().map_err(|e| Error::storage(format!("OS random source: {e}")))?;
+    // A seed of our own making rather than a `RealmSecret`'s: the engine gives
+    // out no pair's seed, and a pair is just its seed (RFC 8032's secret key).
+    let mut offered = [0u8; 32];
+    getrandom::fill(&mut offered).map_err(|e| Error::storage(format!("OS random source: {e}")))?;
     conn.exec(
         "INSERT INTO realm_key (name, seed) VALUES ('ed25519_seed', $1) ON CONFLICT (name) DO NOTHING",
-        &[&offered.seed().as_slice()],
+        &[&offered.as_slice()],
     )?;
     let row = conn
         .row(
