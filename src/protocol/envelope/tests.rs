@@ -192,3 +192,45 @@ fn the_property_meets_every_kind_of_verdict() {
         );
     }
 }
+
+/// Where several fields are wrong, both checks name the same one first.
+#[test]
+fn the_first_of_several_refusals_is_the_same() {
+    let limits = small();
+    let field = |d: &Draft| {
+        let typed = check_draft(d, &limits, true);
+        assert_eq!(typed, check(&Value::Object(d.to_json()), &limits, true));
+        typed.unwrap_err().field.unwrap_or_default()
+    };
+    let long = "far too long".to_string();
+    let mut d = Draft::new("assert", "far too long a body");
+    d.provenance = Some(Provenance {
+        client: long.clone(),
+        model: long.clone(),
+    });
+    assert_eq!(field(&d), "provenance.client");
+    d.provenance = Some(Provenance {
+        client: "c".into(),
+        model: long.clone(),
+    });
+    assert_eq!(field(&d), "provenance.model");
+    d.provenance = None;
+    d.idempotency_key = Some("a b".into());
+    d.valid_until = Some("tomorrow".into());
+    d.supersedes = vec!["cl_1".into(), "x".into()];
+    assert_eq!(field(&d), "idempotency_key");
+    d.idempotency_key = None;
+    assert_eq!(field(&d), "supersedes");
+    d.supersedes.clear();
+    assert_eq!(field(&d), "valid_until");
+    d.valid_until = None;
+    assert_eq!(field(&d), "body");
+    let mut d = Draft::new("mark", "b");
+    d.to = Some("bob".into());
+    d.if_state = Some("done".into());
+    d.state = Some("done".into());
+    d.thread = Some("th_1".into());
+    assert_eq!(field(&d), "to", "`to` is not allowed on `mark`");
+    d.to = None;
+    assert_eq!(field(&d), "state");
+}
