@@ -389,3 +389,83 @@ fn post_concurrently(
         posting.into_iter().map(|p| p.join().unwrap()).collect()
     })
 }
+
+/// A post made through the typed `Session` and its retry through the generic
+/// call (and the other way round) are one post: the typed envelope's digest is
+/// the one the generic call computes for `to_json()`, with text that JSON
+/// escapes, and with the session's extension or without.
+#[test]
+fn a_typed_post_and_a_generic_retry_are_one_post() {
+    use parley_forum::Envelope;
+
+    let (forum, _, alice, bob) = forum_with_clock(json!({ "writes_per_minute": 0 }));
+    let root = forum
+        .session(&bob)
+        .post(&Envelope::new("ask", "where?"))
+        .unwrap();
+    let thread = root.thread.id.clone();
+    let envelope = |key: &str, body: &str| {
+        Envelope::new("note", body)
+            .thread(&thread)
+            .parent(&root.message_id)
+            .provenance("model \"m\" é", "client\\1")
+            .idempotency_key(key)
+    };
+    let typed_then_generic = envelope("t-1", "over to you,\n\"bob\" ü");
+    let generic_then_typed = envelope("g-1", "second hand-off");
+
+    for extension in [None, Some("w-1")] {
+        let session = match extension {
+            None => forum.session(&alice),
+            Some(e) => forum.session(&alice).with_extension(e),
+        };
+        let before = messages(&forum, &alice);
+        // Typed first, then the generic call with the envelope as JSON.
+        let key = format!("t-{}", before);
+        let first = session
+            .post(&typed_then_generic.clone().idempotency_key(&key))
+            .unwrap();
+        assert!(!first.replayed);
+        let mut json = typed_then_generic.clone().idempotency_key(&key).to_json();
+        if let Some(extension) = extension {
+            json["from"] = json!({ "extension": extension });
+        }
+        let retry = forum.call(Some(&alice), "post", &json).unwrap();
+        assert_eq!(retry["replayed"], true, "{retry}");
+        assert_eq!(retry["message"]["id"], first.message_id.as_str());
+        assert_eq!(
+            messages(&forum, &alice),
+            before + 1,
+            "the retry wrote nothing"
+        );
+
+        // Generic first, then typed.
+        let key = format!("g-{}", before);
+        let mut json = generic_then_typed.clone().idempotency_key(&key).to_json();
+        if let Some(extension) = extension {
+            json["from"] = json!({ "extension": extension });
+        }
+        let first = forum.call(Some(&alice), "post", &json).unwrap();
+        assert!(first.get("replayed").is_none());
+        let retry = session
+            .post(&generic_then_typed.clone().idempotency_key(&key))
+            .unwrap();
+        assert!(retry.replayed);
+        assert_eq!(retry.message_id, first["message"]["id"].as_str().unwrap());
+        assert_eq!(
+            messages(&forum, &alice),
+            before + 2,
+            "the retry wrote nothing"
+        );
+
+        // Another envelope under a key either way is a conflict, as before.
+        let other = envelope(&key, "a different hand-off");
+        let err = session.post(&other).unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::IdempotencyConflict);
+        let key = format!("t-{}", before);
+        let other = envelope(&key, "a different hand-off").to_json();
+        let err = forum.call(Some(&alice), "post", &other).unwrap_err();
+        assert_eq!(err.refusal().unwrap().reason, Reason::IdempotencyConflict);
+        assert_eq!(messages(&forum, &alice), before + 2);
+    }
+}

@@ -279,8 +279,38 @@ fn refusals_come_in_spec_order() {
             Reason::AlreadyImported,
             "{backend}"
         );
-        // The post's own checks: an unknown thread.
+        // A malformed thread is the post's refusal: after already_imported.
+        let bad_thread = south.call(
+            Some(&dan),
+            "import_claim",
+            &json!({ "bundle": bundle, "thread": "msg_3" }),
+        );
+        assert_eq!(reason(bad_thread), Reason::AlreadyImported, "{backend}");
+        // The post's own checks: a malformed thread, by either API, then an
+        // unknown one.
         let north2 = export_other(&n, "Another claim.");
+        for thread in [json!("msg_3"), json!(0), json!(true), json!("th_")] {
+            let refused = south
+                .call(
+                    Some(&dan),
+                    "import_claim",
+                    &json!({ "bundle": north2, "thread": thread }),
+                )
+                .unwrap_err();
+            let refusal = refused.refusal().unwrap();
+            assert_eq!(
+                (refusal.reason, refusal.field.as_deref()),
+                (Reason::InvalidBody, Some("thread")),
+                "{backend} {thread}"
+            );
+        }
+        let typed = south.session(&dan).import_claim(&north2, Some("msg_3"));
+        let refusal = typed.unwrap_err().refusal().unwrap().clone();
+        assert_eq!(
+            (refusal.reason, refusal.field.as_deref()),
+            (Reason::InvalidBody, Some("thread")),
+            "{backend}"
+        );
         let lost = south.call(
             Some(&dan),
             "import_claim",
@@ -291,10 +321,22 @@ fn refusals_come_in_spec_order() {
         south
             .call(Some(&dan), "import_claim", &json!({ "bundle": north2 }))
             .unwrap();
-        // A missing bundle is an argument error; an unknown argument too.
+        // A missing bundle is an argument error; an unknown argument too. A
+        // `null` one is given, and not a bundle; the typed API, whose `null`
+        // is an absent argument, finds it missing.
         assert_eq!(
             reason(south.call(Some(&dan), "import_claim", &json!({}))),
             Reason::InvalidArgument
+        );
+        assert_eq!(
+            reason(south.call(Some(&dan), "import_claim", &json!({ "bundle": null }))),
+            Reason::BundleInvalid
+        );
+        let missing = south.session(&dan).import_claim(&Value::Null, None);
+        let refusal = missing.unwrap_err().refusal().unwrap().clone();
+        assert_eq!(
+            (refusal.reason, refusal.field.as_deref()),
+            (Reason::InvalidArgument, Some("bundle"))
         );
         let extra = south.call(
             Some(&dan),

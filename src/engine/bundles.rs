@@ -2,16 +2,18 @@
 //! signed with the realm key, and a bundle of a trusted realm arrives as an
 //! `assert` whose claim remembers where it came from.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::claims;
 use super::post::{Applied, PostJob, Poster};
-use super::requests::{bad_arg, only, Args, GetClaim};
+use super::requests::provenance::{bundle_invalid, ImportClaim};
+use super::requests::{Args, GetClaim};
 use super::tokens::{presented, Caller, Right};
 use super::Forum;
 use crate::error::{Error, Reason, Refusal, Result};
-use crate::protocol::envelope::{self, Checked};
-use crate::provenance::{export_bundle, verify_bundle, BundleError};
+use crate::protocol::envelope::{check_draft, Checked, Draft, Pointer};
+use crate::protocol::ids::IdKind;
+use crate::provenance::{export_bundle, verify_envelope, BundleError};
 use crate::store::records::ImportedRec;
 use crate::store::WriteTx;
 
@@ -33,18 +35,13 @@ impl Forum {
     pub(crate) fn import_applied(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<ImportClaim>,
     ) -> Result<Applied> {
         let caller = self.authenticate(&*self.store.read()?, token)?;
-        only(args, &["bundle", "thread"])?;
-        let bundle = args
-            .get("bundle")
-            .ok_or_else(|| bad_arg("bundle", "`bundle` is required"))?;
-        let verdict = verify_bundle(bundle, &self.trusted);
-        if let Err(BundleError::Invalid(why)) = &verdict {
-            return Err(Refusal::new(Reason::BundleInvalid, why.clone())
-                .with_field("bundle")
-                .into());
+        let ImportClaim { bundle, thread } = req.as_ref().map_err(Clone::clone)?;
+        let verdict = verify_envelope(bundle, &self.trusted);
+        if let Err(BundleError::Invalid(why)) = verdict {
+            return Err(bundle_invalid(why).into());
         }
         caller.require(Right::Write)?;
         let found =
@@ -54,21 +51,24 @@ impl Forum {
             .chars()
             .take(self.config.limits.body_max_chars)
             .collect();
-        let mut env = json!({
-            "kind": "assert",
-            "body": body,
-            "evidence": [ {
-                "kind": "hash",
-                "ref": format!("sha256:{}", found.digest),
-                "note": format!("{}/{}: {}", found.realm, found.claim_id, found.status),
-            } ],
+        let mut draft = Draft::new("assert", &body);
+        draft.evidence.push(Pointer {
+            kind: "hash".into(),
+            note: Some(format!(
+                "{}/{}: {}",
+                found.realm, found.claim_id, found.status
+            )),
+            reference: format!("sha256:{}", found.digest),
         });
-        if let Some(thread) = args.get("thread") {
-            env["thread"] = thread.clone();
-        }
+        // `thread` is the first field the check reads that can be refused, so
+        // its refusal stands for the check's.
+        let checked = thread.clone().and_then(|thread| {
+            draft.thread = thread.map(|n| IdKind::Thread.key(n));
+            check_draft(&draft, &self.config.limits, self.config.dialectic)
+        });
         let job = PostJob {
             token: presented(token),
-            checked: envelope::check(&env, &self.config.limits, self.config.dialectic),
+            checked,
             import: Some(Box::new(ImportedRec {
                 realm: found.realm,
                 claim: found.claim_id,
@@ -84,10 +84,10 @@ impl Forum {
     pub(crate) fn import_claim(
         &self,
         token: Option<&str>,
-        args: &Map<String, Value>,
+        req: &Args<ImportClaim>,
     ) -> Result<Value> {
         let guards = self.config.guards;
-        self.import_applied(token, args).map(|a| a.render(guards))
+        self.import_applied(token, req).map(|a| a.render(guards))
     }
 
     /// The import's post inside the batch's transaction: `already_imported`

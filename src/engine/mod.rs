@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Reason, Refusal, Result};
 use crate::store::{is_postgres_url, RedbStore, Store};
 use read::show;
+use requests::provenance::ImportClaim;
 use requests::{GetClaim, GetEvents, GetInbox, GetMessages, GetThread, ListThreads, Search};
 use tokens::Right;
 
@@ -322,7 +323,7 @@ impl Forum {
                 if operation == "export_claim" {
                     self.export_claim(token, &GetClaim::parse(args_obj))
                 } else {
-                    self.import_claim(token, args_obj)
+                    self.import_claim(token, &ImportClaim::parse(args_obj))
                 }
             }
             op if coordination::OPERATIONS.contains(&op) => {

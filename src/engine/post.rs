@@ -95,10 +95,21 @@ impl Forum {
 
     /// `post`, before its result is shown.
     pub(crate) fn post_applied(&self, token: Option<&str>, args: &Value) -> Result<Applied> {
-        // Parsing needs no storage; its verdict is reported after the token's (§12.1).
+        let checked = envelope::check(args, &self.config.limits, self.config.dialectic);
+        self.post_checked(token, checked)
+    }
+
+    /// `post` of an envelope already checked (by the generic call from JSON, by
+    /// the typed API from its fields). Checking needs no storage; its verdict is
+    /// reported after the token's (§12.1).
+    pub(crate) fn post_checked(
+        &self,
+        token: Option<&str>,
+        checked: std::result::Result<Checked, Refusal>,
+    ) -> Result<Applied> {
         let job = PostJob {
             token: presented(token),
-            checked: envelope::check(args, &self.config.limits, self.config.dialectic),
+            checked,
             import: None,
         };
         if let Some(replay) = self.replay_early(&job)? {

@@ -124,16 +124,56 @@ pub(crate) fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
         .get("kind")
         .and_then(Value::as_str)
         .ok_or("evidence needs a string `kind`")?;
-    let kind = EvidenceKind::from_name(name).ok_or_else(|| {
-        format!(
-            "evidence kind `{name}` is not one of {}",
-            EVIDENCE_KINDS.join(", ")
-        )
-    })?;
+    let kind = kind_named(name)?;
     let reference = obj
         .get("ref")
         .and_then(Value::as_str)
         .ok_or("evidence needs a string `ref`")?;
+    check_reference(kind, name, reference, ref_max)?;
+    let note = match obj.get("note") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) => Some(check_note(n, ref_max)?),
+        Some(_) => return Err("evidence `note` must be a string".into()),
+    };
+    Ok(Evidence {
+        kind,
+        reference: reference.to_string(),
+        note,
+    })
+}
+
+/// An evidence item given as text (the typed API's), checked as [`parse`]
+/// checks the same item sent as JSON.
+pub(crate) fn from_parts(
+    name: &str,
+    reference: &str,
+    note: Option<&str>,
+    ref_max: usize,
+) -> Result<Evidence, String> {
+    let kind = kind_named(name)?;
+    check_reference(kind, name, reference, ref_max)?;
+    Ok(Evidence {
+        kind,
+        reference: reference.to_string(),
+        note: note.map(|n| check_note(n, ref_max)).transpose()?,
+    })
+}
+
+fn kind_named(name: &str) -> Result<EvidenceKind, String> {
+    EvidenceKind::from_name(name).ok_or_else(|| {
+        format!(
+            "evidence kind `{name}` is not one of {}",
+            EVIDENCE_KINDS.join(", ")
+        )
+    })
+}
+
+fn check_reference(
+    kind: EvidenceKind,
+    name: &str,
+    reference: &str,
+    ref_max: usize,
+) -> Result<(), String> {
     if reference.trim().is_empty() {
         return Err("evidence `ref` must not be empty".into());
     }
@@ -156,21 +196,17 @@ pub(crate) fn parse(value: &Value, ref_max: usize) -> Result<Evidence, String> {
         };
         return Err(format!("a `{name}` evidence ref must be {shape}"));
     }
-    let note = match obj.get("note") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(n)) if n.chars().count() <= ref_max => Some(n.clone()),
-        Some(Value::String(_)) => {
-            return Err(format!(
-                "evidence `note` is longer than {ref_max} characters"
-            ))
-        }
-        Some(_) => return Err("evidence `note` must be a string".into()),
-    };
-    Ok(Evidence {
-        kind,
-        reference: reference.to_string(),
-        note,
-    })
+    Ok(())
+}
+
+fn check_note(note: &str, ref_max: usize) -> Result<String, String> {
+    if note.chars().count() <= ref_max {
+        Ok(note.to_string())
+    } else {
+        Err(format!(
+            "evidence `note` is longer than {ref_max} characters"
+        ))
+    }
 }
 
 #[cfg(test)]

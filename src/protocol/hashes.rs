@@ -5,20 +5,23 @@
 use serde_json::{Map, Value};
 use sha2::Digest;
 
+/// A SHA-256 that JSON is written into, without the text being kept.
+struct Hashing(sha2::Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// SHA-256 of the envelope as canonical JSON without `idempotency_key`: serde_json's
 /// map keeps its keys sorted, so equal envelopes give equal text. Written straight
 /// into the hasher, without a copy of the envelope.
 pub(crate) fn digest_without_key(obj: &Map<String, Value>) -> sha2::digest::Output<sha2::Sha256> {
-    struct Hashing(sha2::Sha256);
-    impl std::io::Write for Hashing {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.update(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let mut h = Hashing(sha2::Sha256::new());
     let mut first = true;
     h.0.update(b"{");
@@ -33,6 +36,18 @@ pub(crate) fn digest_without_key(obj: &Map<String, Value>) -> sha2::digest::Outp
         let _ = serde_json::to_writer(&mut h, v);
     }
     h.0.update(b"}");
+    h.0.finalize()
+}
+
+/// SHA-256 of `value` as serde_json writes it, compact. Of a typed envelope
+/// whose fields serialize in sorted order, skipping the absent ones and
+/// `idempotency_key`, these are the bytes [`digest_without_key`] hashes for
+/// the same envelope as a map.
+pub(crate) fn digest_of(value: &impl serde::Serialize) -> sha2::digest::Output<sha2::Sha256> {
+    let mut h = Hashing(sha2::Sha256::new());
+    // Writing JSON into a hasher cannot fail, and the typed envelopes have
+    // only strings and string-keyed structs, which always serialize.
+    let _ = serde_json::to_writer(&mut h, value);
     h.0.finalize()
 }
 

@@ -14,6 +14,7 @@ pub use bundle::{
 };
 pub use canonical::{canonical_json, claim_digest, sha256_hex};
 pub use key::{KeyError, RealmKey, RealmSecret, KEY_PREFIX};
+pub(crate) use verify::{read_bundle, verify_envelope};
 pub use verify::{verify_bundle, BundleError, BundleInput, TrustedRealms, VerifiedClaim};
 
 #[cfg(test)]

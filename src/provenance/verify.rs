@@ -162,11 +162,25 @@ pub fn verify_bundle<'a>(
     input: impl Into<BundleInput<'a>>,
     trusted: &TrustedRealms,
 ) -> Result<VerifiedClaim, BundleError> {
-    let envelope: Envelope = match input.into() {
+    let envelope = read_bundle(input).map_err(BundleError::Invalid)?;
+    verify_envelope(&envelope, trusted)
+}
+
+/// The first check of [`verify_bundle`]: the input is a DSSE envelope. `Err`
+/// says why not (a `bundle_invalid`).
+pub(crate) fn read_bundle<'a>(input: impl Into<BundleInput<'a>>) -> Result<Envelope, String> {
+    match input.into() {
         BundleInput::Bytes(b) => serde_json::from_slice(b),
         BundleInput::Value(v) => Envelope::deserialize_value(v),
     }
-    .map_err(|e| invalid(format!("not a DSSE envelope: {e}")))?;
+    .map_err(|e| format!("not a DSSE envelope: {e}"))
+}
+
+/// The checks of [`verify_bundle`] after [`read_bundle`], in their order.
+pub(crate) fn verify_envelope(
+    envelope: &Envelope,
+    trusted: &TrustedRealms,
+) -> Result<VerifiedClaim, BundleError> {
     if envelope.payload_type != PAYLOAD_TYPE {
         return Err(invalid(format!("payloadType is not `{PAYLOAD_TYPE}`")));
     }
@@ -196,7 +210,7 @@ pub fn verify_bundle<'a>(
             found.realm
         )));
     };
-    if !signed_by(&envelope, &payload, key) {
+    if !signed_by(envelope, &payload, key) {
         return Err(BundleError::Untrusted(format!(
             "no signature verifies with the key of realm `{}`",
             found.realm

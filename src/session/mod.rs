@@ -7,13 +7,16 @@ mod from_records;
 mod provenance;
 mod types;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 use crate::engine::read::{tree, Listing};
 use crate::engine::requests::{
     self, Args, Cursor, GetClaim, GetEvents, GetInbox, GetMessages, GetThread, ListThreads, Search,
 };
 use crate::error::Result;
+use crate::protocol::envelope::{check_draft, Draft, Pointer, Provenance, Sender};
 use crate::protocol::id_types::{ClaimId, InvalidId, ThreadId};
 use crate::protocol::state::State;
 use crate::Forum;
@@ -25,98 +28,108 @@ pub use types::{
 };
 
 /// One envelope to post (SPEC §3), built field by field.
+///
+/// It holds its fields typed, and [`Session::post`] checks them by the rules
+/// the generic call applies to [`Envelope::to_json`], with the same refusals:
+/// a post made here and its retry through the generic call (or the other way
+/// round) are one post under an idempotency key.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Envelope(Map<String, Value>);
+pub struct Envelope(Draft);
 
 impl Envelope {
     /// An envelope of `kind` with `body`.
     pub fn new(kind: &str, body: &str) -> Self {
-        let mut map = Map::new();
-        map.insert("parley".into(), json!("1"));
-        map.insert("kind".into(), json!(kind));
-        map.insert("body".into(), json!(body));
-        Envelope(map)
-    }
-
-    fn with(mut self, key: &str, value: Value) -> Self {
-        self.0.insert(key.into(), value);
-        self
+        Envelope(Draft::new(kind, body))
     }
 
     /// The thread (`th_…` or its number).
-    pub fn thread(self, id: &str) -> Self {
-        self.with("thread", json!(id))
+    pub fn thread(mut self, id: &str) -> Self {
+        self.0.thread = Some(id.to_string());
+        self
     }
 
     /// The parent message (`msg_…`).
-    pub fn parent(self, id: &str) -> Self {
-        self.with("parent", json!(id))
+    pub fn parent(mut self, id: &str) -> Self {
+        self.0.parent = Some(id.to_string());
+        self
     }
 
     /// Who is due next (`ask`, `handoff`, `reopen`).
-    pub fn to(self, identity: &str) -> Self {
-        self.with("to", json!(identity))
+    pub fn to(mut self, identity: &str) -> Self {
+        self.0.to = Some(identity.to_string());
+        self
     }
 
     /// The state to mark (`mark`).
-    pub fn state(self, state: &str) -> Self {
-        self.with("state", json!(state))
+    pub fn state(mut self, state: &str) -> Self {
+        self.0.state = Some(state.to_string());
+        self
     }
 
     /// The state the sender saw (`decide`, `mark`, `reopen`; SPEC §14.5): if the
     /// thread is in another state when the post is judged, it is refused with
     /// `state_changed`, whose [`crate::Refusal::state`] is the state now.
-    pub fn if_state(self, state: &str) -> Self {
-        self.with("if_state", json!(state))
+    pub fn if_state(mut self, state: &str) -> Self {
+        self.0.if_state = Some(state.to_string());
+        self
     }
 
     /// The claim named (`attest`, `refute`, `verify`).
-    pub fn claim(self, id: &str) -> Self {
-        self.with("claim", json!(id))
+    pub fn claim(mut self, id: &str) -> Self {
+        self.0.claim = Some(id.to_string());
+        self
     }
 
     /// The sub-agent speaking (`from.extension`).
-    pub fn extension(self, extension: &str) -> Self {
-        self.with("from", json!({ "extension": extension }))
+    pub fn extension(mut self, extension: &str) -> Self {
+        self.0.from = Some(Sender {
+            extension: extension.to_string(),
+        });
+        self
     }
 
     /// Adds one evidence pointer.
     pub fn evidence(mut self, kind: &str, reference: &str) -> Self {
-        let list = self.0.entry("evidence").or_insert_with(|| json!([]));
-        if let Value::Array(items) = list {
-            items.push(json!({ "kind": kind, "ref": reference }));
-        }
+        self.0.evidence.push(Pointer {
+            kind: kind.to_string(),
+            note: None,
+            reference: reference.to_string(),
+        });
         self
     }
 
     /// Adds a claim this `assert` supersedes.
     pub fn supersedes(mut self, claim: &str) -> Self {
-        let list = self.0.entry("supersedes").or_insert_with(|| json!([]));
-        if let Value::Array(items) = list {
-            items.push(json!(claim));
-        }
+        self.0.supersedes.push(claim.to_string());
         self
     }
 
     /// Expiry of an asserted claim (RFC 3339).
-    pub fn valid_until(self, time: &str) -> Self {
-        self.with("valid_until", json!(time))
+    pub fn valid_until(mut self, time: &str) -> Self {
+        self.0.valid_until = Some(time.to_string());
+        self
     }
 
     /// Which model and client wrote it.
-    pub fn provenance(self, model: &str, client: &str) -> Self {
-        self.with("provenance", json!({ "model": model, "client": client }))
+    pub fn provenance(mut self, model: &str, client: &str) -> Self {
+        self.0.provenance = Some(Provenance {
+            client: client.to_string(),
+            model: model.to_string(),
+        });
+        self
     }
 
     /// A key of the caller's choosing that makes a retry safe (SPEC §14.3): the
     /// same envelope posted again under it returns the first post, `replayed`.
-    pub fn idempotency_key(self, key: &str) -> Self {
-        self.with("idempotency_key", json!(key))
+    pub fn idempotency_key(mut self, key: &str) -> Self {
+        self.0.idempotency_key = Some(key.to_string());
+        self
     }
 
-    /// The envelope as JSON.
+    /// The envelope as JSON: what the generic call's `post` takes for the same
+    /// post.
     pub fn to_json(&self) -> Value {
-        Value::Object(self.0.clone())
+        Value::Object(self.0.to_json())
     }
 }
 
@@ -142,25 +155,12 @@ pub struct PostResult {
 ///
 /// Its methods run the same checks as the generic call ([`Forum::call`]), in the
 /// same order, and build their typed results from the records the engine read,
-/// without JSON in between. Only a post's envelope is JSON, as SPEC §3 defines it.
+/// without JSON in between.
 #[derive(Debug, Clone)]
 pub struct Session<'f> {
     forum: &'f Forum,
     token: String,
     extension: Option<String>,
-}
-
-/// The arguments of an operation that takes JSON still (the provenance
-/// profile's): an object without its `null` fields (the engine treats both
-/// alike).
-fn args(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(mut map) => {
-            map.retain(|_, v| !v.is_null());
-            map
-        }
-        _ => Map::new(),
-    }
 }
 
 /// An optional thread named in text, checked as the generic call checks
@@ -199,14 +199,20 @@ impl Session<'_> {
 
     /// Posts an envelope.
     pub fn post(&self, envelope: &Envelope) -> Result<PostResult> {
-        let mut env = envelope.to_json();
-        if let (Some(ext), Value::Object(map)) = (&self.extension, &mut env) {
-            map.entry("from")
-                .or_insert_with(|| json!({ "extension": ext }));
-        }
-        let applied = self
-            .forum
-            .guarded(|| self.forum.post_applied(self.token(), &env))?;
+        let f = self.forum;
+        let applied = f.guarded(|| {
+            let draft = match (&self.extension, &envelope.0.from) {
+                (Some(extension), None) => Cow::Owned(Draft {
+                    from: Some(Sender {
+                        extension: extension.clone(),
+                    }),
+                    ..envelope.0.clone()
+                }),
+                _ => Cow::Borrowed(&envelope.0),
+            };
+            let checked = check_draft(&draft, &f.config.limits, f.config.dialectic);
+            f.post_checked(self.token(), checked)
+        })?;
         Ok(self.post_result(applied))
     }
 
@@ -390,5 +396,49 @@ impl Session<'_> {
     pub fn whoami(&self) -> Result<WhoAmI> {
         self.forum
             .guarded(|| self.forum.whoami(self.token(), &Ok(())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Envelope;
+    use serde_json::json;
+
+    /// `to_json` is the envelope the generic call takes for the same post: each
+    /// field under its wire name, lists in the order given, a field given twice
+    /// the last time.
+    #[test]
+    fn to_json_is_the_wire_envelope() {
+        assert_eq!(
+            Envelope::new("ask", "b").to_json(),
+            json!({"parley": "1", "kind": "ask", "body": "b"})
+        );
+        let every = Envelope::new("assert", "b \"q\"")
+            .thread("th_9")
+            .thread("th_1")
+            .parent("msg_2")
+            .to("ainotes:bob")
+            .state("closed")
+            .if_state("open")
+            .claim("cl_1")
+            .extension("e-1")
+            .evidence("url", "https://x.org")
+            .evidence("note", "n")
+            .supersedes("cl_3")
+            .supersedes("cl_2")
+            .valid_until("2030-01-01T00:00:00Z")
+            .provenance("m", "c")
+            .idempotency_key("k-1");
+        assert_eq!(
+            every.to_json(),
+            json!({
+                "parley": "1", "kind": "assert", "body": "b \"q\"", "thread": "th_1",
+                "parent": "msg_2", "to": "ainotes:bob", "state": "closed",
+                "if_state": "open", "claim": "cl_1", "from": {"extension": "e-1"},
+                "evidence": [{"kind": "url", "ref": "https://x.org"}, {"kind": "note", "ref": "n"}],
+                "supersedes": ["cl_3", "cl_2"], "valid_until": "2030-01-01T00:00:00Z",
+                "provenance": {"model": "m", "client": "c"}, "idempotency_key": "k-1"
+            })
+        );
     }
 }

@@ -3,10 +3,10 @@
 //! across realms (SPEC §18.3).
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{args, PostResult, Session};
-use crate::engine::requests::provenance::GetArtifact;
+use super::{PostResult, Session};
+use crate::engine::requests::provenance::{GetArtifact, ImportClaim};
 use crate::engine::requests::{id_of, GetClaim};
 use crate::error::{Error, Result};
 pub use crate::protocol::artifact::Artifact;
@@ -63,10 +63,11 @@ impl Session<'_> {
     /// against the forum's trusted realms. `bundle` is the envelope as JSON (what
     /// the generic call's `export_claim` returned under `bundle`).
     pub fn import_claim(&self, bundle: &Value, thread: Option<&str>) -> Result<PostResult> {
-        let a = args(json!({ "bundle": bundle, "thread": thread }));
-        let applied = self
-            .forum
-            .guarded(|| self.forum.import_applied(self.token(), &a))?;
+        let f = self.forum;
+        let applied = f.guarded(|| {
+            let req = ImportClaim::from_typed(bundle, thread);
+            f.import_applied(self.token(), &req)
+        })?;
         Ok(self.post_result(applied))
     }
 }

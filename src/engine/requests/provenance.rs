@@ -1,11 +1,16 @@
-//! The arguments of the provenance profile's artifact operations (SPEC §18.1).
-//! `put_artifact`'s are [`DecodedArtifact`](crate::DecodedArtifact), which the
-//! public `decode_artifact` parses.
+//! The arguments of the provenance profile's artifact operations (SPEC §18.1)
+//! and of `import_claim` (§18.3). `put_artifact`'s are
+//! [`DecodedArtifact`](crate::DecodedArtifact), which the public
+//! `decode_artifact` parses.
 
 use serde_json::{Map, Value};
 
 use super::{arg, bad_arg, only, Args, Refusal};
+use crate::error::Reason;
 use crate::protocol::artifact;
+use crate::protocol::envelope;
+use crate::protocol::ids::IdKind;
+use crate::provenance::{read_bundle, Envelope};
 
 /// `get_artifact`: the artifact a `sha256:` reference names.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,4 +45,58 @@ impl GetArtifact {
             digest,
         })
     }
+}
+
+/// `import_claim`: a bundle of another realm, and the thread to post its claim
+/// in (or none, for a new thread).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ImportClaim {
+    /// The bundle, read as a DSSE envelope (its other checks come later, in
+    /// SPEC §18.3's order).
+    pub(crate) bundle: Box<Envelope>,
+    /// `thread`, read as the imported `assert`'s envelope reads it: a bad one
+    /// is that post's refusal (`invalid_body`), raised where the post raises
+    /// its refusals, after the bundle's and `already_imported`.
+    pub(crate) thread: Result<Option<u64>, Refusal>,
+}
+
+/// The refusal of a bundle that is not one (`bundle_invalid`).
+pub(crate) fn bundle_invalid(why: String) -> Refusal {
+    Refusal::new(Reason::BundleInvalid, why).with_field("bundle")
+}
+
+impl ImportClaim {
+    pub(crate) fn parse(args: &Map<String, Value>) -> Args<Self> {
+        only(args, &["bundle", "thread"])?;
+        // A `null` bundle is one, and not a DSSE envelope.
+        let bundle = args
+            .get("bundle")
+            .ok_or_else(|| bad_arg("bundle", "`bundle` is required"))?;
+        let thread = match arg(args, "thread") {
+            None => Ok(None),
+            Some(v) => envelope::id_value(IdKind::Thread, v, "thread").map(Some),
+        };
+        Ok(ImportClaim {
+            bundle: Box::new(read(bundle)?),
+            thread,
+        })
+    }
+
+    /// The request of the typed API, refused as the generic call refuses the
+    /// same arguments (where a `null` argument is an absent one).
+    pub(crate) fn from_typed(bundle: &Value, thread: Option<&str>) -> Args<Self> {
+        if bundle.is_null() {
+            return Err(bad_arg("bundle", "`bundle` is required"));
+        }
+        Ok(ImportClaim {
+            bundle: Box::new(read(bundle)?),
+            thread: thread
+                .map(|t| envelope::id_text(IdKind::Thread, t, "thread"))
+                .transpose(),
+        })
+    }
+}
+
+fn read(bundle: &Value) -> Args<Envelope> {
+    read_bundle(bundle).map_err(bundle_invalid)
 }
