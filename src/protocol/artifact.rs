@@ -34,7 +34,7 @@ pub struct ArtifactRec {
 pub struct DecodedArtifact {
     /// The bytes `content_base64` encodes.
     pub content: Vec<u8>,
-    /// `media_type`, or [`DEFAULT_MEDIA_TYPE`] when absent.
+    /// `media_type`, or `application/octet-stream` when absent.
     pub media_type: String,
 }
 

@@ -149,7 +149,7 @@ impl ThreadRec {
 pub struct Recent {
     /// The message.
     pub message: u64,
-    /// [`crate::protocol::guards::author_hash`] of its author's identity.
+    /// The guards' `author_hash` of its author's identity.
     pub author: u64,
     /// The folded-body hash (SPEC §15) of its body.
     pub hash: u64,

@@ -174,7 +174,7 @@ pub(super) fn unpanicked<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Resul
 /// Whether a process holds the redb file at `path` open for writing (a running
 /// forum). redb marks an open with byte-range locks, not a lock of the whole file,
 /// so a read-only open is how to ask: redb refuses it while a writer holds the
-/// file. Writes nothing; a file that is not redb's is refused as [`open_file`]
+/// file. Writes nothing; a file that is not redb's is refused as `open_file`
 /// refuses it.
 pub fn held_open(path: &Path) -> Result<bool> {
     let backend = FileBackend::new(file::open_read_only(path)?);
