@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every test binary links the whole engine statically; with full debug info and
+# incremental caches the target directory passed 20 GB and a CI runner's disk
+# filled mid-link. Line tables keep backtraces' file:line at a fraction of that.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+export CARGO_INCREMENTAL=0
+
 step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "format and lints"
