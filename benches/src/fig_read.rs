@@ -243,10 +243,24 @@ pub fn thread(dir: &Path, sizes: &Sizes) -> Res<Row> {
                 .map_err(|e| e.to_string())
         })
     };
+    // The typed read of the same thread builds no `Value`: its time, beside the
+    // figure, separates the engine's own work from the cost of a map per message.
+    let session = forum.session(&reader);
+    let mut m_typed = || {
+        time_calls(calls, || {
+            session
+                .thread(thread.as_str())
+                .map(|t| drop(std::hint::black_box(t)))
+                .map_err(|e| format!("Session::thread failed: {e}"))
+        })
+    };
     m_call()?;
     m_json()?;
-    let series = rounds(sizes.reps, &mut [&mut m_call, &mut m_json])?;
+    m_typed()?;
+    let series = rounds(sizes.reps, &mut [&mut m_call, &mut m_json, &mut m_typed])?;
     let bytes = serde_json::to_string(&result).map_or(0, |s| s.len());
+    let typed = median(&series[2]);
+    let typed_ratio = typed / median(&series[1]);
     Ok(Row::new(
         "7",
         &format!("get_thread of {} messages", sizes.thread_len),
@@ -255,7 +269,10 @@ pub fn thread(dir: &Path, sizes: &Sizes) -> Res<Row> {
         Target::RatioAtMost(2.0),
     )
     .measured(median(&series[0]), Some(median(&series[1])))
-    .with_detail(json!({ "messages": sizes.thread_len, "json_bytes": bytes, "calls_per_rep": calls, "series": series })))
+    .with_detail(json!({
+        "messages": sizes.thread_len, "json_bytes": bytes, "calls_per_rep": calls,
+        "typed_session_us": typed, "typed_session_ratio": typed_ratio, "series": series,
+    })))
 }
 
 #[cfg(test)]
