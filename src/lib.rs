@@ -124,7 +124,7 @@ pub use session::{
     Lease, LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, SearchHit, Session,
     Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
-pub use time::parse as parse_time;
+pub use time::{parse as parse_time, InvalidTime, Timestamp};
 
 /// The version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
