@@ -66,6 +66,13 @@ macro_rules! id_type {
             }
         }
 
+        /// So that an id read from a view (`&view.id`) names it again.
+        impl From<&$name> for $name {
+            fn from(id: &$name) -> Self {
+                *id
+            }
+        }
+
         impl std::str::FromStr for $name {
             type Err = InvalidId;
 
