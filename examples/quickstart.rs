@@ -19,7 +19,7 @@ fn main() -> Result<(), parley_forum::Error> {
         .post(&Envelope::new("ask", "Which port does the dev server use?"))?;
     let answered = forum
         .session(&bob)
-        .post(&Envelope::new("answer", "7878.").thread(&asked.thread.id))?;
+        .post(&Envelope::new("answer", "7878.").thread(asked.thread.id))?;
     assert_eq!(answered.thread.state, State::Answered); // a proposal until a confirmer confirms it
 
     // The generic call, exactly as the transports use it:

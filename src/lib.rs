@@ -121,10 +121,10 @@ pub use protocol::rights::Rights;
 pub use protocol::state::State;
 pub use session::{
     Artifact, Author, ClaimView, Digest, DigestClaim, Envelope, EventView, Imported, InboxItem,
-    Lease, LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, SearchHit, Session,
-    Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Lease, LeaseRequest, MessageView, Page, PostResult, Presence, Quorum, Refutation, SearchHit,
+    Session, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
-pub use time::parse as parse_time;
+pub use time::{parse as parse_time, InvalidTime, Timestamp};
 
 /// The version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,6 +1,10 @@
 //! RFC 3339 times in UTC with milliseconds (SPEC §1), without a calendar crate.
 //!
-//! Times are held as milliseconds since the Unix epoch (`i64`).
+//! Times are held as milliseconds since the Unix epoch (`i64`); the typed API
+//! hands them out as a [`Timestamp`].
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// Days since 1970-01-01 to a civil date (proleptic Gregorian).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -149,6 +153,87 @@ pub fn parse(text: &str) -> Option<i64> {
     Some(secs * 1000 + millis)
 }
 
+/// A moment, to the millisecond, as the protocol's times are (SPEC §1).
+///
+/// It shows (`Display`, and serde) as the RFC 3339 text every transport writes,
+/// in UTC with milliseconds (`2026-11-30T12:00:00.123Z`), and reads any RFC 3339
+/// time (`FromStr`, and serde), an offset or a fraction of any length included:
+/// a fraction beyond milliseconds is truncated. It orders by time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The moment `ms` milliseconds after the Unix epoch (before it if negative).
+    pub const fn from_millis(ms: i64) -> Timestamp {
+        Timestamp(ms)
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+}
+
+/// Text that is no RFC 3339 time (SPEC §1), or names no day of the calendar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an RFC 3339 time (like 2026-11-30T12:00:00.000Z)")]
+pub struct InvalidTime;
+
+impl std::fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format(self.0))
+    }
+}
+
+impl std::str::FromStr for Timestamp {
+    type Err = InvalidTime;
+
+    fn from_str(text: &str) -> Result<Timestamp, InvalidTime> {
+        parse(text).map(Timestamp).ok_or(InvalidTime)
+    }
+}
+
+/// Compares with text as shown: a time equals the text `Display` writes for it,
+/// and no other spelling of the same moment.
+impl PartialEq<str> for Timestamp {
+    fn eq(&self, text: &str) -> bool {
+        format(self.0) == text
+    }
+}
+
+impl PartialEq<&str> for Timestamp {
+    fn eq(&self, text: &&str) -> bool {
+        format(self.0) == *text
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        d.deserialize_str(TimeVisitor)
+    }
+}
+
+struct TimeVisitor;
+
+impl Visitor<'_> for TimeVisitor {
+    type Value = Timestamp;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an RFC 3339 time (like 2026-11-30T12:00:00.000Z)")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Timestamp, E> {
+        text.parse()
+            .map_err(|_| E::invalid_value(de::Unexpected::Str(text), &self))
+    }
+}
+
 /// The system clock, in milliseconds since the epoch.
 pub(crate) fn system_now() -> i64 {
     std::time::SystemTime::now()
@@ -195,5 +280,31 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn timestamps_show_the_wire_form_and_read_any_rfc_3339() {
+        let t = Timestamp::from_millis(1_796_040_000_120);
+        assert_eq!(t.to_string(), "2026-11-30T12:00:00.120Z");
+        assert!(t == "2026-11-30T12:00:00.120Z" && t != "2026-11-30T12:00:00.12Z");
+        assert_eq!("2026-11-30T13:00:00.12+01:00".parse(), Ok(t));
+        assert_eq!(t.as_millis(), 1_796_040_000_120);
+        assert!(Timestamp::from_millis(-1) < Timestamp::from_millis(0));
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json, r#""2026-11-30T12:00:00.120Z""#);
+        assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
+    }
+
+    #[test]
+    fn timestamps_refuse_what_is_not_rfc_3339() {
+        for bad in ["2026-11-30", "2026-02-30T00:00:00Z", "1796040000120", ""] {
+            assert_eq!(bad.parse::<Timestamp>(), Err(InvalidTime), "{bad}");
+            let json = serde_json::to_string(bad).unwrap();
+            let err = serde_json::from_str::<Timestamp>(&json).unwrap_err();
+            assert!(err.to_string().contains("an RFC 3339 time"), "{bad}: {err}");
+        }
+        let number = serde_json::from_str::<Timestamp>("1796040000120").unwrap_err();
+        assert!(number.to_string().contains("an RFC 3339 time"), "{number}");
+        assert!(InvalidTime.to_string().contains("RFC 3339"));
     }
 }

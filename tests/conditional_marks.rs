@@ -10,7 +10,9 @@ mod support;
 
 use std::sync::{Arc, Barrier};
 
-use parley_forum::{Config, Envelope, Error, Forum, Reason, Refusal, Right, State, TokenSpec};
+use parley_forum::{
+    Config, Envelope, Error, Forum, Reason, Refusal, Right, State, ThreadId, TokenSpec,
+};
 use serde_json::{json, Value};
 
 /// The forums a test runs on: a redb file, and a PostgreSQL forum when a server
@@ -51,7 +53,7 @@ fn refusal(outcome: parley_forum::Result<impl std::fmt::Debug>) -> Refusal {
 
 /// Issue 38's failure 2: Bob asks, Carol answers (a proposal), the person opens the
 /// page; meanwhile Bob proposes `closed`. Returns the thread.
-fn moved_on(forum: &Forum, c: &Cast) -> String {
+fn moved_on(forum: &Forum, c: &Cast) -> ThreadId {
     let bob = forum.session(&c.bob);
     let asked = bob
         .post(&Envelope::new("ask", "Which port should the server use?"))
@@ -59,13 +61,13 @@ fn moved_on(forum: &Forum, c: &Cast) -> String {
     let thread = asked.thread.id;
     let answered = forum
         .session(&c.carol)
-        .post(&Envelope::new("answer", "7878.").thread(&thread))
+        .post(&Envelope::new("answer", "7878.").thread(thread))
         .unwrap();
     assert_eq!(answered.thread.state, State::Answered);
     let closed = bob
         .post(
             &Envelope::new("mark", "Closing: done.")
-                .thread(&thread)
+                .thread(thread)
                 .state("closed"),
         )
         .unwrap();
@@ -82,7 +84,7 @@ fn a_person_confirms_only_the_state_they_saw() {
         let confirm = |seen: &str| {
             ann.post(
                 &Envelope::new("mark", "Confirmed.")
-                    .thread(&thread)
+                    .thread(thread)
                     .state("closed")
                     .if_state(seen),
             )
@@ -95,13 +97,13 @@ fn a_person_confirms_only_the_state_they_saw() {
         );
         assert_eq!(r.to_json()["state"], "closed", "{name}");
         // Nothing was written: no message, no event, not locked.
-        let view = ann.thread(&thread).unwrap();
+        let view = ann.thread(thread).unwrap();
         assert_eq!(
             (view.thread.message_count, view.thread.locked),
             (3, false),
             "{name}"
         );
-        assert_eq!(ann.events(Some(&thread), None).unwrap().items.len(), 2);
+        assert_eq!(ann.events(Some(thread), None).unwrap().items.len(), 2);
         // Confirming what the refusal says the thread is now succeeds.
         let seen = r.state.unwrap().as_str();
         assert!(confirm(seen).unwrap().thread.locked, "{name}");
@@ -113,7 +115,7 @@ fn the_condition_comes_after_lock_and_authority_and_before_the_rules() {
     for (name, forum, _dir) in forums("cm_order") {
         let c = cast(&forum);
         let thread = moved_on(&forum, &c);
-        let post = |token: &str, env: Envelope| forum.session(token).post(&env.thread(&thread));
+        let post = |token: &str, env: Envelope| forum.session(token).post(&env.thread(thread));
         let stale = |kind: &str, body: &str| Envelope::new(kind, body).if_state("open");
         // Authority (403) before the condition: Carol did not open the thread.
         let r = refusal(post(&c.carol, stale("decide", "Decided.")));
@@ -252,10 +254,10 @@ fn of_racing_conditional_marks_exactly_one_wins() {
             .iter()
             .map(|target| {
                 let (forum, barrier) = (Arc::clone(&forum), Arc::clone(&barrier));
-                let (ann, thread, target) = (c.ann.clone(), thread.clone(), target.to_string());
+                let (ann, thread, target) = (c.ann.clone(), thread, target.to_string());
                 std::thread::spawn(move || {
                     let env = Envelope::new("mark", &format!("To {target}."))
-                        .thread(&thread)
+                        .thread(thread)
                         .state(&target)
                         .if_state("open");
                     barrier.wait();
@@ -280,7 +282,7 @@ fn of_racing_conditional_marks_exactly_one_wins() {
                 );
             }
         }
-        let view = forum.session(&c.ann).thread(&thread).unwrap();
+        let view = forum.session(&c.ann).thread(thread).unwrap();
         assert_eq!((view.thread.state, view.thread.message_count), (won[0], 2));
     }
 }

@@ -403,11 +403,11 @@ fn a_typed_post_and_a_generic_retry_are_one_post() {
         .session(&bob)
         .post(&Envelope::new("ask", "where?"))
         .unwrap();
-    let thread = root.thread.id.clone();
+    let thread = root.thread.id;
     let envelope = |key: &str, body: &str| {
         Envelope::new("note", body)
-            .thread(&thread)
-            .parent(&root.message_id)
+            .thread(thread)
+            .parent(root.message_id)
             .provenance("model \"m\" é", "client\\1")
             .idempotency_key(key)
     };
@@ -432,7 +432,7 @@ fn a_typed_post_and_a_generic_retry_are_one_post() {
         }
         let retry = forum.call(Some(&alice), "post", &json).unwrap();
         assert_eq!(retry["replayed"], true, "{retry}");
-        assert_eq!(retry["message"]["id"], first.message_id.as_str());
+        assert_eq!(retry["message"]["id"], first.message_id.to_string());
         assert_eq!(
             messages(&forum, &alice),
             before + 1,

@@ -41,7 +41,7 @@ fn a_conversation_through_typed_sessions() {
     assert!(bob_s.inbox(Some(&inbox.cursor)).unwrap().items.is_empty());
 
     let answered = bob_s
-        .post(&Envelope::new("answer", "7878").thread(&asked.thread.id))
+        .post(&Envelope::new("answer", "7878").thread(asked.thread.id))
         .unwrap();
     assert_eq!(answered.thread.state, State::Answered);
     assert_eq!(answered.thread.state_confirmed_at, None);
@@ -51,14 +51,14 @@ fn a_conversation_through_typed_sessions() {
         .session(&ann)
         .post(
             &Envelope::new("mark", "Confirmed")
-                .thread(&asked.thread.id)
+                .thread(asked.thread.id)
                 .state("answered"),
         )
         .unwrap();
     assert!(confirmed.thread.state_confirmed_at.is_some());
     assert_eq!(confirmed.thread.state_origin, Origin::Llm);
 
-    let view = alice_s.thread(&asked.thread.id).unwrap();
+    let view = alice_s.thread(asked.thread.id).unwrap();
     assert_eq!(view.thread.message_count, 3);
     assert_eq!(view.thread.creator.identity, "ainotes:alice");
     let root = &view.messages[0];
@@ -66,7 +66,7 @@ fn a_conversation_through_typed_sessions() {
     assert_eq!(root.replies.len(), 2);
     assert_eq!(root.replies[0].from.extension.as_deref(), Some("w1"));
 
-    let events = alice_s.events(Some(&asked.thread.id), None).unwrap();
+    let events = alice_s.events(Some(asked.thread.id), None).unwrap();
     let kinds: Vec<&str> = events.items.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["transition", "confirmation"]);
     assert_eq!(events.items[1].origin, Origin::User);
@@ -98,19 +98,19 @@ fn claims_through_typed_sessions() {
                 .valid_until("2026-01-01T00:00:00Z"),
         )
         .unwrap();
-    let id = claimed.claim.as_ref().unwrap().id.clone();
+    let id = claimed.claim.as_ref().unwrap().id;
     forum
         .session(&bob)
-        .post(&Envelope::new("verify", "Checked the cache keys.").claim(&id))
+        .post(&Envelope::new("verify", "Checked the cache keys.").claim(id))
         .unwrap();
-    let claim = forum.session(&alice).claim(&id).unwrap();
+    let claim = forum.session(&alice).claim(id).unwrap();
     assert_eq!(claim.status, ClaimStatus::Verified);
     assert_eq!(claim.verifications[0].identity, "ainotes:bob");
     assert!(claim.expired, "valid_until is before the fixed clock");
 
     let refused = forum
         .session(&alice)
-        .post(&Envelope::new("verify", "Mine.").claim(&id))
+        .post(&Envelope::new("verify", "Mine.").claim(id))
         .unwrap_err();
     assert_eq!(refused.refusal().unwrap().reason, Reason::TokenRightMissing);
 }

@@ -68,7 +68,7 @@ impl World {
             .as_array()
             .unwrap()
             .iter()
-            .find(|m| m["id"] == posted.message.id.as_str())
+            .find(|m| m["id"] == posted.message.id.to_string())
             .expect("the posted message is in its thread's feed");
         assert_eq!(posted.message, typed::<MessageView>(stored));
         let thread = self.json(token, "get_thread", json!({ "thread": posted.thread.id }));
@@ -82,7 +82,7 @@ impl World {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|e| e["message"] == posted.message.id.as_str())
+            .filter(|e| e["message"] == posted.message.id.to_string())
             .map(typed)
             .collect();
         if !posted.replayed {
@@ -95,7 +95,7 @@ impl World {
     }
 
     /// Every read of the typed session equals the generic call's, for `token`.
-    fn check_reads(&self, token: &str, threads: &[&str], words: &[&str]) {
+    fn check_reads(&self, token: &str, threads: &[ThreadId], words: &[&str]) {
         let s = self.forum.session(token);
         let page = |op: &str, args: Value| self.json(token, op, args);
         for &thread in threads {
@@ -159,7 +159,7 @@ fn every_typed_result_equals_the_generic_calls_json() {
             .to("ainotes:bob")
             .provenance("model-x", "client-y"),
     );
-    let th = asked.thread.id.clone();
+    let th = asked.thread.id;
     let bob = |e: Envelope| {
         let posted = w
             .forum
@@ -171,7 +171,7 @@ fn every_typed_result_equals_the_generic_calls_json() {
         posted
     };
     let handed = bob(Envelope::new("handoff", "Ann knows the port.")
-        .parent(&asked.message_id)
+        .parent(asked.message_id)
         .to("human:ann"));
     assert_eq!(
         handed.thread.awaiting.as_ref().unwrap().identity,
@@ -179,13 +179,13 @@ fn every_typed_result_equals_the_generic_calls_json() {
     );
     let answered = w.post(
         &w.ann,
-        Envelope::new("answer", "Port 7878 since the upgrade.").thread(&th),
+        Envelope::new("answer", "Port 7878 since the upgrade.").thread(th),
     );
     assert_eq!(answered.events.len(), 1, "a transition, proposed");
     w.post(
         &w.ann,
         Envelope::new("mark", "Confirmed.")
-            .thread(&th)
+            .thread(th)
             .state("answered"),
     );
 
@@ -194,26 +194,26 @@ fn every_typed_result_equals_the_generic_calls_json() {
     let claimed = w.post(
         &w.alice,
         Envelope::new("assert", "The cache is safe to share.")
-            .parent(&answered.message_id)
+            .parent(answered.message_id)
             .evidence("log", "ci run 12")
             .valid_until("2026-01-01T00:00:00Z"),
     );
-    let c1 = claimed.claim.as_ref().unwrap().id.clone();
+    let c1 = claimed.claim.as_ref().unwrap().id;
     bob(Envelope::new("attest", "Same here.")
-        .claim(&c1)
+        .claim(c1)
         .evidence("url", "https://example.org/run/13"));
     let refuted = bob(Envelope::new("refute", "It fails on Linux.")
-        .claim(&c1)
+        .claim(c1)
         .evidence("log", "linux run 881 failed"));
     assert!(refuted.claim.is_some());
     let second = w.post(
         &w.alice,
         Envelope::new("assert", "The cache is safe on macOS only.")
-            .parent(&refuted.message_id)
-            .supersedes(&c1),
+            .parent(refuted.message_id)
+            .supersedes(c1),
     );
-    let c2 = second.claim.as_ref().unwrap().id.clone();
-    let verified = bob(Envelope::new("verify", "Checked on macOS.").claim(&c2));
+    let c2 = second.claim.as_ref().unwrap().id;
+    let verified = bob(Envelope::new("verify", "Checked on macOS.").claim(c2));
     assert!(!verified.events.is_empty(), "a claim status change");
 
     // A second thread, closed by the lock holder: a labelled, confirmed change.
@@ -221,11 +221,11 @@ fn every_typed_result_equals_the_generic_calls_json() {
         &w.bob,
         Envelope::new("ask", "Should the build pin its toolchain?"),
     );
-    let th2 = other.thread.id.clone();
+    let th2 = other.thread.id;
     let locked = w.post(
         &w.moderator,
         Envelope::new("mark", "Closing: settled elsewhere.")
-            .thread(&th2)
+            .thread(th2)
             .state("closed"),
     );
     assert!(locked.thread.locked);
@@ -233,7 +233,7 @@ fn every_typed_result_equals_the_generic_calls_json() {
 
     // A replayed post returns the first message, typed as the generic call shows it.
     let keyed = Envelope::new("note", "Noted: port 7878.")
-        .parent(&verified.message_id)
+        .parent(verified.message_id)
         .idempotency_key("k-1");
     let first = w.post(&w.alice, keyed.clone());
     let again = w.forum.session(&w.alice).post(&keyed).unwrap();
@@ -245,12 +245,12 @@ fn every_typed_result_equals_the_generic_calls_json() {
     assert_eq!(again.thread, typed::<ThreadSummary>(&raw["thread"]));
 
     for token in [&w.alice, &w.bob, &w.ann, &w.moderator] {
-        w.check_reads(token, &[&th, &th2], &["port", "cache safe", "toolchain"]);
+        w.check_reads(token, &[th, th2], &["port", "cache safe", "toolchain"]);
     }
     let s = w.forum.session(&w.bob);
     for claim in [&c1, &c2] {
         assert_eq!(
-            s.claim(claim).unwrap(),
+            s.claim(*claim).unwrap(),
             typed::<ClaimView>(&w.json(&w.bob, "get_claim", json!({ "claim": claim })))
         );
     }
@@ -320,16 +320,6 @@ fn typed_refusals_are_the_generic_calls() {
             s.get_digest("msg_1").unwrap_err(),
             "get_digest",
             json!({ "thread": "msg_1" }),
-        ),
-        (
-            s.events(Some("th_"), None).unwrap_err(),
-            "get_events",
-            json!({ "thread": "th_" }),
-        ),
-        (
-            s.search("one two", Some("x"), None).unwrap_err(),
-            "search",
-            json!({ "q": "one two", "thread": "x" }),
         ),
         (
             s.release("ls_x").unwrap_err(),

@@ -308,7 +308,7 @@ impl Forum {
             "release" => {
                 let (rec, at) = self.release(token, &Release::parse(args))?;
                 let mut lease = Lease::from_rec(&rec);
-                lease.released_at = Some(crate::time::format(at));
+                lease.released_at = Some(crate::time::Timestamp::from_millis(at));
                 Ok(one("lease", lease.to_json()))
             }
             "get_leases" => {

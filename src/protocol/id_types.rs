@@ -1,7 +1,12 @@
 //! Typed ids for the typed API: a thread, a message or a claim id is its number,
-//! read from its key (`th_12`) or the number, and shown in its key form.
+//! read from its key (`th_12`) or the number, and shown in its key form. In
+//! JSON (serde) an id is its key and nothing else: the wire writes keys only,
+//! so a number or another kind's key there is a mistake, not a second spelling.
 
 use std::convert::Infallible;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::ids::{parse_id_str, IdKind};
 
@@ -61,6 +66,13 @@ macro_rules! id_type {
             }
         }
 
+        /// So that an id read from a view (`&view.id`) names it again.
+        impl From<&$name> for $name {
+            fn from(id: &$name) -> Self {
+                *id
+            }
+        }
+
         impl std::str::FromStr for $name {
             type Err = InvalidId;
 
@@ -101,7 +113,73 @@ macro_rules! id_type {
                 id.0
             }
         }
+
+        /// Compares with a key: an id equals its key text only (`th_1`, not `1`).
+        impl PartialEq<str> for $name {
+            fn eq(&self, text: &str) -> bool {
+                is_key($kind, self.0, text)
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, text: &&str) -> bool {
+                is_key($kind, self.0, text)
+            }
+        }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, id: &$name) -> bool {
+                is_key($kind, id.0, self)
+            }
+        }
+
+        impl PartialEq<$name> for &str {
+            fn eq(&self, id: &$name) -> bool {
+                is_key($kind, id.0, self)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&$kind.key(self.0))
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_str(KeyVisitor($kind)).map($name)
+            }
+        }
     };
+}
+
+/// Whether `text` is the key of id `n` of `kind`, written as the wire writes it.
+fn is_key(kind: IdKind, n: u64, text: &str) -> bool {
+    text.strip_prefix(kind.prefix())
+        .is_some_and(|digits| !digits.starts_with('0') && digits.parse() == Ok(n))
+}
+
+/// Reads a key of one kind (`th_12`) and refuses anything else, a bare number
+/// included: the JSON an id comes from is the engine's, which writes keys.
+struct KeyVisitor(IdKind);
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "an id key `{}<n>` (n a positive integer)",
+            self.0.prefix()
+        )
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<u64, E> {
+        text.strip_prefix(self.0.prefix())
+            .and_then(|digits| parse_id_str(self.0, digits))
+            .filter(|n| is_key(self.0, *n, text))
+            .ok_or_else(|| E::invalid_value(de::Unexpected::Str(text), &self))
+    }
 }
 
 id_type!(
@@ -147,5 +225,44 @@ mod tests {
         }
         .to_string()
         .contains("cl_<n>"));
+    }
+
+    #[test]
+    fn ids_compare_with_their_key_only() {
+        let m = MessageId::new(3).unwrap();
+        assert_eq!(m, "msg_3");
+        assert_eq!("msg_3", m);
+        assert!(m == *"msg_3");
+        for other in ["3", "msg_03", "msg_4", "th_3", "msg_", ""] {
+            assert!(m != other, "{other}");
+        }
+    }
+
+    #[test]
+    fn ids_travel_in_json_as_their_key() {
+        let c = ClaimId::new(7).unwrap();
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#""cl_7""#);
+        assert_eq!(serde_json::from_str::<ClaimId>(r#""cl_7""#).unwrap(), c);
+        let ids: Vec<ThreadId> = serde_json::from_str(r#"["th_1", "th_20"]"#).unwrap();
+        assert_eq!(serde_json::to_string(&ids).unwrap(), r#"["th_1","th_20"]"#);
+    }
+
+    #[test]
+    fn ids_refuse_anything_but_their_key_in_json() {
+        for bad in [
+            r#""7""#,
+            "7",
+            r#""th_7""#,
+            r#""cl_0""#,
+            r#""cl_07""#,
+            r#""cl_""#,
+            r#""cl_-1""#,
+            "null",
+        ] {
+            let err = serde_json::from_str::<ClaimId>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("an id key `cl_<n>`"), "{bad}: {err}");
+        }
     }
 }

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coordination::{LeaseMode, LeaseRec, PresenceRec, PresenceStatus};
-use super::ids::IdKind;
-use crate::time;
+use super::id_types::ThreadId;
+use crate::time::Timestamp;
 
 /// Who wrote a message: an identity and its extension.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -31,9 +31,9 @@ pub struct Presence {
     /// The note set with it.
     pub note: Option<String>,
     /// When the status last changed.
-    pub since: String,
+    pub since: Timestamp,
     /// When it goes stale.
-    pub expires_at: String,
+    pub expires_at: Timestamp,
     /// Past `expires_at`.
     pub stale: bool,
 }
@@ -45,8 +45,8 @@ impl Presence {
             extension: p.extension.clone(),
             status: p.status,
             note: p.note.clone(),
-            since: time::format(p.since),
-            expires_at: time::format(p.expires_at),
+            since: Timestamp::from_millis(p.since),
+            expires_at: Timestamp::from_millis(p.expires_at),
             stale: p.stale(now),
         }
     }
@@ -73,16 +73,16 @@ pub struct Lease {
     /// Who holds it.
     pub holder: Author,
     /// The thread it is about (`th_…`), if any.
-    pub thread: Option<String>,
+    pub thread: Option<ThreadId>,
     /// What the holder said it is for.
     pub note: Option<String>,
     /// When it was first granted (a renewal keeps it).
-    pub granted_at: String,
+    pub granted_at: Timestamp,
     /// When it ends unless renewed.
-    pub expires_at: String,
+    pub expires_at: Timestamp,
     /// When it was released: only in what `release` returns.
     #[serde(default)]
-    pub released_at: Option<String>,
+    pub released_at: Option<Timestamp>,
 }
 
 impl Lease {
@@ -95,10 +95,10 @@ impl Lease {
                 identity: l.identity.clone(),
                 extension: l.extension.clone(),
             },
-            thread: l.thread.map(|t| IdKind::Thread.key(t)),
+            thread: l.thread.map(ThreadId),
             note: l.note.clone(),
-            granted_at: time::format(l.granted_at),
-            expires_at: time::format(l.expires_at),
+            granted_at: Timestamp::from_millis(l.granted_at),
+            expires_at: Timestamp::from_millis(l.expires_at),
             released_at: None,
         }
     }

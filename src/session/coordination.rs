@@ -9,7 +9,7 @@ use crate::engine::requests::id_of;
 use crate::error::Result;
 use crate::protocol::coordination::{LeaseMode, PresenceStatus};
 pub use crate::protocol::views::{Lease, Presence};
-use crate::time;
+use crate::time::Timestamp;
 
 /// What [`Session::lease`] asks for, beyond the resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl Session<'_> {
         let f = self.forum;
         let (rec, at) = f.guarded(|| f.release(self.token(), &req))?;
         let mut lease = Lease::from_rec(&rec);
-        lease.released_at = Some(time::format(at));
+        lease.released_at = Some(Timestamp::from_millis(at));
         Ok(lease)
     }
 

@@ -3,23 +3,37 @@
 //! between. `tests/typed_session.rs` holds the two to each other: every typed
 //! result equals the generic call's JSON read into the same type.
 
-use serde_json::json;
-
 use super::types::{
-    Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, SearchHit,
-    Support, ThreadSummary, Turn,
+    Author, ClaimView, Digest, DigestClaim, EventView, InboxItem, MessageView, Page, Refutation,
+    SearchHit, Support, ThreadSummary, Turn,
 };
 use crate::engine::claims::ClaimParts;
 use crate::engine::digest::DigestRecs;
 use crate::engine::read::Listing;
 use crate::engine::view::lock_label;
+use crate::protocol::id_types::{ClaimId, MessageId, ThreadId};
 use crate::protocol::ids::IdKind;
 use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
 use crate::store::records::{Awaiting, Change, EventRec, MessageRec, ThreadRec};
-use crate::time;
+use crate::time::Timestamp;
 
-fn key(kind: IdKind, n: u64) -> String {
-    kind.key(n)
+// Records hold ids as the numbers the store assigned, from 1 up, and times as
+// milliseconds: what they hold is an id or a time by construction.
+
+fn thread(n: u64) -> ThreadId {
+    ThreadId(n)
+}
+
+fn message(n: u64) -> MessageId {
+    MessageId(n)
+}
+
+fn claim(n: u64) -> ClaimId {
+    ClaimId(n)
+}
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_millis(ms)
 }
 
 impl Turn {
@@ -27,7 +41,7 @@ impl Turn {
         Turn {
             identity: a.identity.clone(),
             extension: a.extension.clone(),
-            message: key(IdKind::Message, a.message),
+            message: message(a.message),
         }
     }
 }
@@ -36,7 +50,7 @@ impl ThreadSummary {
     /// `guards`: whether the guards profile is on (it adds `since_progress`).
     pub(crate) fn from_rec(t: &ThreadRec, guards: bool) -> ThreadSummary {
         ThreadSummary {
-            id: key(IdKind::Thread, t.id),
+            id: thread(t.id),
             topic: t.topic.clone(),
             creator: Author {
                 identity: t.creator.clone(),
@@ -44,14 +58,14 @@ impl ThreadSummary {
             },
             state: t.state,
             state_origin: Origin::of(t.state_by_user),
-            state_confirmed_at: t.state_confirmed_at.map(time::format),
+            state_confirmed_at: t.state_confirmed_at.map(at),
             state_label: lock_label(&t.state_label),
             locked: t.locked(),
             awaiting: t.awaiting.as_ref().map(Turn::from_rec),
             message_count: t.message_count,
             since_progress: guards.then_some(u64::from(t.guards.since_progress)),
-            created_at: time::format(t.created_at),
-            updated_at: time::format(t.updated_at),
+            created_at: at(t.created_at),
+            updated_at: at(t.updated_at),
         }
     }
 }
@@ -60,28 +74,24 @@ impl MessageView {
     /// A message with its `replies` (empty outside `get_thread`), moving its strings.
     pub(crate) fn from_rec(m: MessageRec, replies: Vec<MessageView>) -> MessageView {
         MessageView {
-            id: key(IdKind::Message, m.id),
+            id: message(m.id),
             kind: m.kind,
-            thread: key(IdKind::Thread, m.thread),
-            parent: m.parent.map(|p| key(IdKind::Message, p)),
+            thread: thread(m.thread),
+            parent: m.parent.map(message),
             from: Author {
                 identity: m.identity,
                 extension: m.extension,
             },
             author_kind: AuthorKind::of(m.human),
             body: m.body,
-            created_at: time::format(m.created_at),
+            created_at: at(m.created_at),
             to: m.to,
             state: m.state,
-            claim: m.claim.map(|c| key(IdKind::Claim, c)),
-            counter_claim: m.counter_claim.map(|c| key(IdKind::Claim, c)),
+            claim: m.claim.map(claim),
+            counter_claim: m.counter_claim.map(claim),
             evidence: m.evidence,
-            supersedes: m
-                .supersedes
-                .iter()
-                .map(|c| key(IdKind::Claim, *c))
-                .collect(),
-            valid_until: m.valid_until.map(time::format),
+            supersedes: m.supersedes.iter().copied().map(claim).collect(),
+            valid_until: m.valid_until.map(at),
             provenance: m.provenance,
             replies,
         }
@@ -107,20 +117,20 @@ impl EventView {
                 };
                 (kind, Some(*from), Some(*to), None, None, None)
             }
-            Change::Claim { claim, from, to } => (
+            Change::Claim { claim: c, from, to } => (
                 EventKind::Claim,
                 None,
                 None,
-                Some(key(IdKind::Claim, *claim)),
+                Some(claim(*c)),
                 Some(*from),
                 Some(*to),
             ),
         };
         EventView {
-            id: key(IdKind::Event, e.id),
+            id: IdKind::Event.key(e.id),
             kind,
-            thread: key(IdKind::Thread, e.thread),
-            message: key(IdKind::Message, e.message),
+            thread: thread(e.thread),
+            message: message(e.message),
             from_state,
             to_state,
             claim,
@@ -131,7 +141,7 @@ impl EventView {
             extension: e.extension.clone(),
             label: lock_label(&e.label).or_else(|| e.shown_label.clone()),
             confirmed: e.confirmed,
-            at: time::format(e.at),
+            at: at(e.at),
         }
     }
 }
@@ -140,19 +150,19 @@ impl ClaimView {
     pub(crate) fn from_parts(p: &ClaimParts) -> ClaimView {
         let c = &p.claim;
         let support = |s: &crate::store::records::Support, with_evidence: bool| Support {
-            message: key(IdKind::Message, s.message),
+            message: message(s.message),
             identity: s.identity.clone(),
             evidence: if with_evidence {
                 s.evidence.clone()
             } else {
                 Vec::new()
             },
-            at: time::format(s.at),
+            at: at(s.at),
         };
         ClaimView {
-            id: key(IdKind::Claim, c.id),
-            message: key(IdKind::Message, c.message),
-            thread: key(IdKind::Thread, c.thread),
+            id: claim(c.id),
+            message: message(c.message),
+            thread: thread(c.thread),
             author: Author {
                 identity: c.identity.clone(),
                 extension: c.extension.clone(),
@@ -165,24 +175,18 @@ impl ClaimView {
             refutations: p
                 .refutations
                 .iter()
-                .map(|(claim, message, status)| {
-                    json!({
-                        "claim": key(IdKind::Claim, *claim),
-                        "message": key(IdKind::Message, *message),
-                        "status": status,
-                    })
+                .map(|&(c, m, status)| Refutation {
+                    claim: claim(c),
+                    message: message(m),
+                    status,
                 })
                 .collect(),
-            refutes: c.refutes.map(|r| key(IdKind::Claim, r)),
-            supersedes: c
-                .supersedes
-                .iter()
-                .map(|s| key(IdKind::Claim, *s))
-                .collect(),
-            superseded_by: c.superseded_by.map(|s| key(IdKind::Claim, s)),
-            valid_until: c.valid_until.map(time::format),
+            refutes: c.refutes.map(claim),
+            supersedes: c.supersedes.iter().copied().map(claim).collect(),
+            superseded_by: c.superseded_by.map(claim),
+            valid_until: c.valid_until.map(at),
             expired: c.valid_until.is_some_and(|t| p.now > t),
-            created_at: time::format(c.created_at),
+            created_at: at(c.created_at),
             quorum: p.quorum.map(|needed| super::Quorum {
                 needed: needed as u64,
                 have: crate::protocol::claim::verifiers(c) as u64,
@@ -245,7 +249,7 @@ pub(crate) fn digest(d: DigestRecs, guards: bool) -> Digest {
             .claims
             .iter()
             .map(|c| DigestClaim {
-                id: key(IdKind::Claim, c.id),
+                id: claim(c.id),
                 status: c.status,
                 text: c.text.clone(),
             })

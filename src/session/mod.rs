@@ -8,6 +8,7 @@ mod provenance;
 mod types;
 
 use std::borrow::Cow;
+use std::fmt::Display;
 
 use serde_json::Value;
 
@@ -17,14 +18,14 @@ use crate::engine::requests::{
 };
 use crate::error::Result;
 use crate::protocol::envelope::{check_draft, Draft, Pointer, Provenance, Sender};
-use crate::protocol::id_types::{ClaimId, InvalidId, ThreadId};
+use crate::protocol::id_types::{ClaimId, InvalidId, MessageId, ThreadId};
 use crate::protocol::state::State;
 use crate::Forum;
 pub use coordination::{Lease, LeaseRequest, Presence};
 pub use provenance::{Artifact, Quorum};
 pub use types::{
     Author, ClaimView, Digest, DigestClaim, EventView, Imported, InboxItem, MessageView, Page,
-    SearchHit, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
+    Refutation, SearchHit, Support, ThreadSummary, ThreadView, Turn, WhoAmI,
 };
 
 /// One envelope to post (SPEC §3), built field by field.
@@ -33,6 +34,11 @@ pub use types::{
 /// the generic call applies to [`Envelope::to_json`], with the same refusals:
 /// a post made here and its retry through the generic call (or the other way
 /// round) are one post under an idempotency key.
+///
+/// The fields that name an id or a time take what shows as one: a typed id
+/// ([`ThreadId`], [`MessageId`], [`ClaimId`]) or a [`crate::Timestamp`] as
+/// readily as text. Text is checked when the envelope is posted, as the generic
+/// call checks it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope(Draft);
 
@@ -43,13 +49,13 @@ impl Envelope {
     }
 
     /// The thread (`th_…` or its number).
-    pub fn thread(mut self, id: &str) -> Self {
+    pub fn thread(mut self, id: impl Display) -> Self {
         self.0.thread = Some(id.to_string());
         self
     }
 
     /// The parent message (`msg_…`).
-    pub fn parent(mut self, id: &str) -> Self {
+    pub fn parent(mut self, id: impl Display) -> Self {
         self.0.parent = Some(id.to_string());
         self
     }
@@ -75,7 +81,7 @@ impl Envelope {
     }
 
     /// The claim named (`attest`, `refute`, `verify`).
-    pub fn claim(mut self, id: &str) -> Self {
+    pub fn claim(mut self, id: impl Display) -> Self {
         self.0.claim = Some(id.to_string());
         self
     }
@@ -99,13 +105,13 @@ impl Envelope {
     }
 
     /// Adds a claim this `assert` supersedes.
-    pub fn supersedes(mut self, claim: &str) -> Self {
+    pub fn supersedes(mut self, claim: impl Display) -> Self {
         self.0.supersedes.push(claim.to_string());
         self
     }
 
     /// Expiry of an asserted claim (RFC 3339).
-    pub fn valid_until(mut self, time: &str) -> Self {
+    pub fn valid_until(mut self, time: impl Display) -> Self {
         self.0.valid_until = Some(time.to_string());
         self
     }
@@ -137,7 +143,7 @@ impl Envelope {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostResult {
     /// The new message's id (`message.id`).
-    pub message_id: String,
+    pub message_id: MessageId,
     /// The message as stored.
     pub message: MessageView,
     /// The thread after the post.
@@ -161,12 +167,6 @@ pub struct Session<'f> {
     forum: &'f Forum,
     token: String,
     extension: Option<String>,
-}
-
-/// An optional thread named in text, checked as the generic call checks
-/// `thread`.
-fn thread_opt(id: Option<&str>) -> Args<Option<ThreadId>> {
-    id.map(|id| requests::id_of("thread", id)).transpose()
 }
 
 /// A cursor given in text.
@@ -220,7 +220,7 @@ impl Session<'_> {
     fn post_result(&self, applied: crate::engine::post::Applied) -> PostResult {
         let message = MessageView::from_rec(applied.message, Vec::new());
         PostResult {
-            message_id: message.id.clone(),
+            message_id: message.id,
             message,
             thread: ThreadSummary::from_rec(&applied.thread, self.forum.config.guards),
             events: applied.events.iter().map(EventView::from_rec).collect(),
@@ -307,8 +307,12 @@ impl Session<'_> {
     }
 
     /// The message feed (SPEC §14.1), of one thread or of the forum, oldest first.
-    pub fn messages(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<MessageView>> {
-        let req = thread_opt(thread).map(|thread| GetMessages {
+    pub fn messages(
+        &self,
+        thread: Option<ThreadId>,
+        since: Option<&str>,
+    ) -> Result<Page<MessageView>> {
+        let req = Ok(GetMessages {
             thread,
             since: cursor(since),
             ..GetMessages::default()
@@ -319,11 +323,11 @@ impl Session<'_> {
     /// [`Session::messages`], waiting up to `wait` for a first new message.
     pub fn messages_wait(
         &self,
-        thread: Option<&str>,
+        thread: Option<ThreadId>,
         since: Option<&str>,
         wait: std::time::Duration,
     ) -> Result<Page<MessageView>> {
-        let req = thread_opt(thread).map(|thread| GetMessages {
+        let req = Ok(GetMessages {
             thread,
             since: cursor(since),
             ..GetMessages::default()
@@ -341,16 +345,14 @@ impl Session<'_> {
     pub fn search(
         &self,
         q: &str,
-        thread: Option<&str>,
+        thread: Option<ThreadId>,
         since: Option<&str>,
     ) -> Result<Page<SearchHit>> {
-        let req = requests::read::check_query(q).and_then(|()| {
-            Ok(Search {
-                q: q.to_string(),
-                thread: thread_opt(thread)?,
-                since: cursor(since),
-                limit: None,
-            })
+        let req = requests::read::check_query(q).map(|()| Search {
+            q: q.to_string(),
+            thread,
+            since: cursor(since),
+            limit: None,
         });
         let listing = self
             .forum
@@ -361,8 +363,8 @@ impl Session<'_> {
     }
 
     /// State and claim events, of one thread or all.
-    pub fn events(&self, thread: Option<&str>, since: Option<&str>) -> Result<Page<EventView>> {
-        let req = thread_opt(thread).map(|thread| GetEvents {
+    pub fn events(&self, thread: Option<ThreadId>, since: Option<&str>) -> Result<Page<EventView>> {
+        let req = Ok(GetEvents {
             thread,
             since: cursor(since),
             ..GetEvents::default()

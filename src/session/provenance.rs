@@ -11,7 +11,7 @@ use crate::engine::requests::{id_of, GetClaim};
 use crate::error::{Error, Result};
 pub use crate::protocol::artifact::Artifact;
 use crate::protocol::artifact::{self};
-use crate::protocol::id_types::{ClaimId, InvalidId};
+use crate::protocol::id_types::{ClaimId, InvalidId, ThreadId};
 use crate::provenance::Envelope;
 
 /// A claim's quorum (SPEC §18.2): the distinct verifying identities that make it
@@ -62,7 +62,7 @@ impl Session<'_> {
     /// bundle holds (in `thread`, or a new thread), once the bundle is checked
     /// against the forum's trusted realms. `bundle` is the envelope as JSON (what
     /// the generic call's `export_claim` returned under `bundle`).
-    pub fn import_claim(&self, bundle: &Value, thread: Option<&str>) -> Result<PostResult> {
+    pub fn import_claim(&self, bundle: &Value, thread: Option<ThreadId>) -> Result<PostResult> {
         let f = self.forum;
         let applied = f.guarded(|| {
             let req = ImportClaim::from_typed(bundle, thread);

@@ -9,9 +9,11 @@ use serde_json::{Map, Value};
 use crate::protocol::acts::Act;
 use crate::protocol::claim::ClaimStatus;
 use crate::protocol::evidence::Evidence;
+use crate::protocol::id_types::{ClaimId, MessageId, ThreadId};
 use crate::protocol::kinds::{AuthorKind, EventKind, Origin};
 use crate::protocol::state::State;
 pub use crate::protocol::views::{Author, WhoAmI};
+use crate::time::Timestamp;
 
 /// Who is due (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -21,14 +23,14 @@ pub struct Turn {
     /// The awaited extension, or `None` for any.
     pub extension: Option<String>,
     /// The message that set the turn.
-    pub message: String,
+    pub message: MessageId,
 }
 
 /// A thread summary (SPEC §8.2).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ThreadSummary {
     /// `th_…`.
-    pub id: String,
+    pub id: ThreadId,
     /// First line of the root body.
     pub topic: String,
     /// Who opened it.
@@ -38,7 +40,7 @@ pub struct ThreadSummary {
     /// Who set it.
     pub state_origin: Origin,
     /// `None` while the state is a proposal.
-    pub state_confirmed_at: Option<String>,
+    pub state_confirmed_at: Option<Timestamp>,
     /// `KI · <label>` for lock-right changes.
     pub state_label: Option<String>,
     /// Closed and confirmed.
@@ -51,31 +53,31 @@ pub struct ThreadSummary {
     /// guards profile, SPEC §15); `None` when the profile is off.
     #[serde(default)]
     pub since_progress: Option<u64>,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it was opened.
+    pub created_at: Timestamp,
     /// Time of the latest message.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// A message (SPEC §8.1) with its replies, as `get_thread` nests them.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct MessageView {
     /// `msg_…`.
-    pub id: String,
+    pub id: MessageId,
     /// The act.
     pub kind: Act,
     /// `th_…`.
-    pub thread: String,
+    pub thread: ThreadId,
     /// The parent's `msg_…`; `None` for the root.
-    pub parent: Option<String>,
+    pub parent: Option<MessageId>,
     /// The author.
     pub from: Author,
     /// A model or a person.
     pub author_kind: AuthorKind,
     /// The body.
     pub body: String,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it was posted.
+    pub created_at: Timestamp,
     /// `to`, when sent.
     #[serde(default)]
     pub to: Option<String>,
@@ -84,19 +86,19 @@ pub struct MessageView {
     pub state: Option<State>,
     /// The claim created or named.
     #[serde(default)]
-    pub claim: Option<String>,
+    pub claim: Option<ClaimId>,
     /// The counter-claim a `refute` created.
     #[serde(default)]
-    pub counter_claim: Option<String>,
+    pub counter_claim: Option<ClaimId>,
     /// Evidence items, as sent.
     #[serde(default)]
     pub evidence: Vec<Evidence>,
     /// Claims an `assert` superseded.
     #[serde(default)]
-    pub supersedes: Vec<String>,
+    pub supersedes: Vec<ClaimId>,
     /// An asserted claim's expiry.
     #[serde(default)]
-    pub valid_until: Option<String>,
+    pub valid_until: Option<Timestamp>,
     /// Provenance, as sent.
     #[serde(default)]
     pub provenance: Option<Map<String, Value>>,
@@ -152,9 +154,9 @@ pub struct EventView {
     #[serde(rename = "type")]
     pub kind: EventKind,
     /// `th_…`.
-    pub thread: String,
+    pub thread: ThreadId,
     /// The message that caused it.
-    pub message: String,
+    pub message: MessageId,
     /// Before (state events).
     #[serde(default)]
     pub from_state: Option<State>,
@@ -163,7 +165,7 @@ pub struct EventView {
     pub to_state: Option<State>,
     /// The claim (claim events).
     #[serde(default)]
-    pub claim: Option<String>,
+    pub claim: Option<ClaimId>,
     /// Before (claim events).
     #[serde(default)]
     pub from_status: Option<ClaimStatus>,
@@ -181,32 +183,43 @@ pub struct EventView {
     /// Whether the resulting state is confirmed.
     pub confirmed: bool,
     /// When.
-    pub at: String,
+    pub at: Timestamp,
 }
 
 /// An attestation or verification of a claim.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Support {
     /// The attest or verify message.
-    pub message: String,
+    pub message: MessageId,
     /// Who.
     pub identity: String,
     /// Evidence (attestations).
     #[serde(default)]
     pub evidence: Vec<Evidence>,
     /// When.
-    pub at: String,
+    pub at: Timestamp,
+}
+
+/// A counter-claim refuting a claim, as [`ClaimView::refutations`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Refutation {
+    /// The counter-claim.
+    pub claim: ClaimId,
+    /// The `refute` message that made it.
+    pub message: MessageId,
+    /// The counter-claim's status now.
+    pub status: ClaimStatus,
 }
 
 /// `get_claim` (SPEC §10).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ClaimView {
     /// `cl_…`.
-    pub id: String,
+    pub id: ClaimId,
     /// The assert or refute message.
-    pub message: String,
+    pub message: MessageId,
     /// `th_…`.
-    pub thread: String,
+    pub thread: ThreadId,
     /// The author.
     pub author: Author,
     /// The claim's text.
@@ -219,20 +232,20 @@ pub struct ClaimView {
     pub attestations: Vec<Support>,
     /// Verifications, oldest first.
     pub verifications: Vec<Support>,
-    /// Counter-claims: `{claim, message, status}`.
-    pub refutations: Vec<Value>,
+    /// Counter-claims refuting it, oldest first.
+    pub refutations: Vec<Refutation>,
     /// The claim this one refutes.
-    pub refutes: Option<String>,
+    pub refutes: Option<ClaimId>,
     /// Claims it supersedes.
-    pub supersedes: Vec<String>,
+    pub supersedes: Vec<ClaimId>,
     /// The claim that superseded it.
-    pub superseded_by: Option<String>,
+    pub superseded_by: Option<ClaimId>,
     /// Expiry.
-    pub valid_until: Option<String>,
+    pub valid_until: Option<Timestamp>,
     /// Past `valid_until`.
     pub expired: bool,
-    /// RFC 3339.
-    pub created_at: String,
+    /// When it was made.
+    pub created_at: Timestamp,
     /// With the provenance profile on: the quorum and the verifiers so far
     /// (SPEC §18.2).
     #[serde(default)]
@@ -246,11 +259,12 @@ pub struct ClaimView {
 pub struct Imported {
     /// The exporting realm.
     pub realm: String,
-    /// The claim's id there.
+    /// The claim's id there: a key of that forum, naming no claim of this one.
     pub claim: String,
     /// Its status there at export (a string: another realm may know others).
     pub status: String,
-    /// When it was exported (that forum's clock).
+    /// When it was exported (that forum's clock), as the signed bundle wrote
+    /// it: kept as text, since another spelling would not be what was signed.
     pub exported_at: String,
     /// The key that signed the bundle (`ed25519:…`).
     pub key: String,
@@ -260,7 +274,7 @@ pub struct Imported {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct DigestClaim {
     /// `cl_…`.
-    pub id: String,
+    pub id: ClaimId,
     /// Its status.
     pub status: ClaimStatus,
     /// The claim's text.

@@ -9,6 +9,7 @@ use super::{arg, bad_arg, only, Args, Refusal};
 use crate::error::Reason;
 use crate::protocol::artifact;
 use crate::protocol::envelope;
+use crate::protocol::id_types::ThreadId;
 use crate::protocol::ids::IdKind;
 use crate::provenance::{read_bundle, Envelope};
 
@@ -84,15 +85,13 @@ impl ImportClaim {
 
     /// The request of the typed API, refused as the generic call refuses the
     /// same arguments (where a `null` argument is an absent one).
-    pub(crate) fn from_typed(bundle: &Value, thread: Option<&str>) -> Args<Self> {
+    pub(crate) fn from_typed(bundle: &Value, thread: Option<ThreadId>) -> Args<Self> {
         if bundle.is_null() {
             return Err(bad_arg("bundle", "`bundle` is required"));
         }
         Ok(ImportClaim {
             bundle: Box::new(read(bundle)?),
-            thread: thread
-                .map(|t| envelope::id_text(IdKind::Thread, t, "thread"))
-                .transpose(),
+            thread: Ok(thread.map(ThreadId::get)),
         })
     }
 }
