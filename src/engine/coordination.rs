@@ -307,9 +307,7 @@ impl Forum {
             }
             "release" => {
                 let (rec, at) = self.release(token, &Release::parse(args))?;
-                let mut lease = Lease::from_rec(&rec);
-                lease.released_at = Some(crate::time::Timestamp::from_millis(at));
-                Ok(one("lease", lease.to_json()))
+                Ok(one("lease", Lease::released(&rec, at).to_json()))
             }
             "get_leases" => {
                 let list = self.get_leases(token, &GetLeases::parse(args))?;

@@ -103,6 +103,14 @@ impl Lease {
         }
     }
 
+    /// What `release` returns: the lease as it was, and when it ended.
+    pub(crate) fn released(l: &LeaseRec, at: i64) -> Lease {
+        Lease {
+            released_at: Some(Timestamp::from_millis(at)),
+            ..Lease::from_rec(l)
+        }
+    }
+
     /// The lease as every transport shows it; `released_at` only when set.
     pub fn to_json(&self) -> Value {
         let mut v = json!({

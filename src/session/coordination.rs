@@ -9,7 +9,6 @@ use crate::engine::requests::id_of;
 use crate::error::Result;
 use crate::protocol::coordination::{LeaseMode, PresenceStatus};
 pub use crate::protocol::views::{Lease, Presence};
-use crate::time::Timestamp;
 
 /// What [`Session::lease`] asks for, beyond the resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,9 +84,7 @@ impl Session<'_> {
         let req = Release::from_text(lease);
         let f = self.forum;
         let (rec, at) = f.guarded(|| f.release(self.token(), &req))?;
-        let mut lease = Lease::from_rec(&rec);
-        lease.released_at = Some(Timestamp::from_millis(at));
-        Ok(lease)
+        Ok(Lease::released(&rec, at))
     }
 
     /// The active leases, by id: those overlapping `resource` and/or held by

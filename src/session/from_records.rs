@@ -18,30 +18,15 @@ use crate::store::records::{Awaiting, Change, EventRec, MessageRec, ThreadRec};
 use crate::time::Timestamp;
 
 // Records hold ids as the numbers the store assigned, from 1 up, and times as
-// milliseconds: what they hold is an id or a time by construction.
-
-fn thread(n: u64) -> ThreadId {
-    ThreadId(n)
-}
-
-fn message(n: u64) -> MessageId {
-    MessageId(n)
-}
-
-fn claim(n: u64) -> ClaimId {
-    ClaimId(n)
-}
-
-fn at(ms: i64) -> Timestamp {
-    Timestamp::from_millis(ms)
-}
+// milliseconds: each is an id or a time by construction, so the views wrap them
+// without a check.
 
 impl Turn {
     fn from_rec(a: &Awaiting) -> Turn {
         Turn {
             identity: a.identity.clone(),
             extension: a.extension.clone(),
-            message: message(a.message),
+            message: MessageId(a.message),
         }
     }
 }
@@ -50,7 +35,7 @@ impl ThreadSummary {
     /// `guards`: whether the guards profile is on (it adds `since_progress`).
     pub(crate) fn from_rec(t: &ThreadRec, guards: bool) -> ThreadSummary {
         ThreadSummary {
-            id: thread(t.id),
+            id: ThreadId(t.id),
             topic: t.topic.clone(),
             creator: Author {
                 identity: t.creator.clone(),
@@ -58,14 +43,14 @@ impl ThreadSummary {
             },
             state: t.state,
             state_origin: Origin::of(t.state_by_user),
-            state_confirmed_at: t.state_confirmed_at.map(at),
+            state_confirmed_at: t.state_confirmed_at.map(Timestamp::from_millis),
             state_label: lock_label(&t.state_label),
             locked: t.locked(),
             awaiting: t.awaiting.as_ref().map(Turn::from_rec),
             message_count: t.message_count,
             since_progress: guards.then_some(u64::from(t.guards.since_progress)),
-            created_at: at(t.created_at),
-            updated_at: at(t.updated_at),
+            created_at: Timestamp::from_millis(t.created_at),
+            updated_at: Timestamp::from_millis(t.updated_at),
         }
     }
 }
@@ -74,24 +59,24 @@ impl MessageView {
     /// A message with its `replies` (empty outside `get_thread`), moving its strings.
     pub(crate) fn from_rec(m: MessageRec, replies: Vec<MessageView>) -> MessageView {
         MessageView {
-            id: message(m.id),
+            id: MessageId(m.id),
             kind: m.kind,
-            thread: thread(m.thread),
-            parent: m.parent.map(message),
+            thread: ThreadId(m.thread),
+            parent: m.parent.map(MessageId),
             from: Author {
                 identity: m.identity,
                 extension: m.extension,
             },
             author_kind: AuthorKind::of(m.human),
             body: m.body,
-            created_at: at(m.created_at),
+            created_at: Timestamp::from_millis(m.created_at),
             to: m.to,
             state: m.state,
-            claim: m.claim.map(claim),
-            counter_claim: m.counter_claim.map(claim),
+            claim: m.claim.map(ClaimId),
+            counter_claim: m.counter_claim.map(ClaimId),
             evidence: m.evidence,
-            supersedes: m.supersedes.iter().copied().map(claim).collect(),
-            valid_until: m.valid_until.map(at),
+            supersedes: m.supersedes.iter().copied().map(ClaimId).collect(),
+            valid_until: m.valid_until.map(Timestamp::from_millis),
             provenance: m.provenance,
             replies,
         }
@@ -117,11 +102,11 @@ impl EventView {
                 };
                 (kind, Some(*from), Some(*to), None, None, None)
             }
-            Change::Claim { claim: c, from, to } => (
+            Change::Claim { claim, from, to } => (
                 EventKind::Claim,
                 None,
                 None,
-                Some(claim(*c)),
+                Some(ClaimId(*claim)),
                 Some(*from),
                 Some(*to),
             ),
@@ -129,8 +114,8 @@ impl EventView {
         EventView {
             id: IdKind::Event.key(e.id),
             kind,
-            thread: thread(e.thread),
-            message: message(e.message),
+            thread: ThreadId(e.thread),
+            message: MessageId(e.message),
             from_state,
             to_state,
             claim,
@@ -141,7 +126,7 @@ impl EventView {
             extension: e.extension.clone(),
             label: lock_label(&e.label).or_else(|| e.shown_label.clone()),
             confirmed: e.confirmed,
-            at: at(e.at),
+            at: Timestamp::from_millis(e.at),
         }
     }
 }
@@ -150,19 +135,19 @@ impl ClaimView {
     pub(crate) fn from_parts(p: &ClaimParts) -> ClaimView {
         let c = &p.claim;
         let support = |s: &crate::store::records::Support, with_evidence: bool| Support {
-            message: message(s.message),
+            message: MessageId(s.message),
             identity: s.identity.clone(),
             evidence: if with_evidence {
                 s.evidence.clone()
             } else {
                 Vec::new()
             },
-            at: at(s.at),
+            at: Timestamp::from_millis(s.at),
         };
         ClaimView {
-            id: claim(c.id),
-            message: message(c.message),
-            thread: thread(c.thread),
+            id: ClaimId(c.id),
+            message: MessageId(c.message),
+            thread: ThreadId(c.thread),
             author: Author {
                 identity: c.identity.clone(),
                 extension: c.extension.clone(),
@@ -175,18 +160,18 @@ impl ClaimView {
             refutations: p
                 .refutations
                 .iter()
-                .map(|&(c, m, status)| Refutation {
-                    claim: claim(c),
-                    message: message(m),
+                .map(|&(claim, message, status)| Refutation {
+                    claim: ClaimId(claim),
+                    message: MessageId(message),
                     status,
                 })
                 .collect(),
-            refutes: c.refutes.map(claim),
-            supersedes: c.supersedes.iter().copied().map(claim).collect(),
-            superseded_by: c.superseded_by.map(claim),
-            valid_until: c.valid_until.map(at),
+            refutes: c.refutes.map(ClaimId),
+            supersedes: c.supersedes.iter().copied().map(ClaimId).collect(),
+            superseded_by: c.superseded_by.map(ClaimId),
+            valid_until: c.valid_until.map(Timestamp::from_millis),
             expired: c.valid_until.is_some_and(|t| p.now > t),
-            created_at: at(c.created_at),
+            created_at: Timestamp::from_millis(c.created_at),
             quorum: p.quorum.map(|needed| super::Quorum {
                 needed: needed as u64,
                 have: crate::protocol::claim::verifiers(c) as u64,
@@ -249,7 +234,7 @@ pub(crate) fn digest(d: DigestRecs, guards: bool) -> Digest {
             .claims
             .iter()
             .map(|c| DigestClaim {
-                id: claim(c.id),
+                id: ClaimId(c.id),
                 status: c.status,
                 text: c.text.clone(),
             })
